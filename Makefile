@@ -1,0 +1,25 @@
+# trainyard: the two commands of the README, plus helpers.
+#   make run    install, build, start PostgreSQL + server + one worker
+#   make test   install, build with sanitizers, run every test
+.PHONY: run test build bench clean format
+
+run:
+	@scripts/run.sh
+
+test:
+	@scripts/test.sh
+
+build:
+	@scripts/deps.sh build
+	@CC=$${CC:-clang} cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build-release -j$$(nproc)
+
+bench:
+	@scripts/deps.sh bench
+	@bench/run-all.sh
+
+format:
+	@find common server scheduler worker cli tests bench -name '*.[ch]' -print0 | xargs -0 clang-format -i
+
+clean:
+	rm -rf build build-release

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make test`: install what is missing, build with ASan+UBSan and -Werror,
+# start a private PostgreSQL on a random loopback port, and run every test
+# (unit, fuzz corpus replay, lint, integration, end-to-end) with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+
+scripts/deps.sh test
+
+build=${TRAINYARD_TEST_BUILD:-build}
+CC=${CC:-clang} cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON -DWERROR=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+
+pgdir=$(mktemp -d /tmp/trainyard-test-pg.XXXXXX)
+chmod 755 "$pgdir"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cleanup() {
+  scripts/pg.sh stop "$pgdir/data" || true
+  rm -rf "$pgdir"
+}
+trap cleanup EXIT
+scripts/pg.sh start "$pgdir/data" "$port" trust
+export TRAINYARD_TEST_PG_URL="postgresql://postgres@127.0.0.1:$port"
+export TRAINYARD_TEST_PG_DIR="$pgdir/data"
+export TRAINYARD_TEST_PG_PORT="$port"
+# Leaks fail the run; the PostgreSQL client library and Python are not ours.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/tests/lsan.supp:print_suppressions=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+cd "$build"
+ctest --output-on-failure -j2 --timeout 900 "$@"

@@ -1,0 +1,46 @@
+/*
+ * api.h - every route handler of the REST API, grouped by file:
+ *   api_auth.c   login, logout, me, API tokens
+ *   api_admin.c  users, teams, memberships
+ *   api_jobs.c   jobs
+ *   api_misc.c   health, readiness, nodes, audit reads
+ * Each is a srv_handler_fn (see srv.h); routes.c maps paths to them.
+ */
+#ifndef TY_SERVER_API_H
+#define TY_SERVER_API_H
+
+#include "srv.h"
+
+enum rc api_healthz(struct srv_req *req);
+enum rc api_readyz(struct srv_req *req);
+
+enum rc api_login(struct srv_req *req);
+enum rc api_logout(struct srv_req *req);
+enum rc api_me(struct srv_req *req);
+enum rc api_token_create(struct srv_req *req);
+enum rc api_token_list(struct srv_req *req);
+enum rc api_token_revoke(struct srv_req *req);
+
+enum rc api_user_create(struct srv_req *req);
+enum rc api_user_list(struct srv_req *req);
+enum rc api_user_get(struct srv_req *req);
+enum rc api_user_update(struct srv_req *req);
+enum rc api_team_create(struct srv_req *req);
+enum rc api_team_list(struct srv_req *req);
+enum rc api_team_get(struct srv_req *req);
+enum rc api_team_update(struct srv_req *req);
+enum rc api_team_members(struct srv_req *req);
+enum rc api_team_member_add(struct srv_req *req);
+enum rc api_team_member_remove(struct srv_req *req);
+
+enum rc api_job_submit(struct srv_req *req);
+enum rc api_job_list(struct srv_req *req);
+enum rc api_job_get(struct srv_req *req);
+enum rc api_job_events(struct srv_req *req);
+enum rc api_job_cancel(struct srv_req *req);
+
+enum rc api_node_list(struct srv_req *req);
+enum rc api_audit_events(struct srv_req *req);
+enum rc api_audit_verify(struct srv_req *req);
+
+#endif

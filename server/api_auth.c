@@ -1,0 +1,234 @@
+/*
+ * api_auth.c - sign-in, sign-out, the current user and API tokens.
+ *
+ * Login is rate-limited per username and per source address. A wrong
+ * username costs the same PBKDF2 work as a wrong password, so response time
+ * does not reveal which usernames exist.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_util.h"
+#include "app.h"
+#include "crypto.h"
+#include "db.h"
+#include "db_audit.h"
+#include "db_auth.h"
+#include "db_users.h"
+#include "log.h"
+
+/* A real PBKDF2 hash of a throwaway password, verified when the user is unknown. */
+static const char dummy_hash[] =
+    "pbkdf2-sha256$600000$dHJhaW55YXJkLWR1bW15IQ$_ngvfmxposZhQI0u9IKUkJ0gDuM4ao6yzRKNawe_PSg";
+
+static enum rc login_refused(struct srv_req *req, const char *username, const char *why,
+                             enum rc rc, const char *msg)
+{
+    char target[96];
+    json_t *details = json_pack("{s:s}", "reason", why);
+    enum rc arc;
+
+    snprintf(target, sizeof(target), "user:%s", username);
+    arc = audit_append_alone(req, "auth.login", target, rc == RC_ERATE ? "denied" : "failure",
+                             details);
+    json_decref(details);
+    if (arc != RC_OK)
+        return srv_fail(req, arc, "", "cannot record the login attempt");
+    return srv_fail(req, rc, "", "%s", msg);
+}
+
+enum rc api_login(struct srv_req *req)
+{
+    static const char *const allowed[] = {"username", "password", NULL};
+    struct ratelimit *rl = req->app->login_limit;
+    const char *username, *password;
+    char ukey[128], akey[96], pwhash[CRYPTO_PWHASH_MAX], sid[64], csrf[64],
+        sid_hash[CRYPTO_SHA256_HEX_LEN + 1], cookie[256], target[96];
+    int64_t user_id = 0, now = srv_now_ms();
+    enum srv_role role = SRV_ROLE_NONE;
+    int disabled = 0;
+    enum rc rc;
+
+    if ((rc = api_body_object(req, allowed)) != RC_OK ||
+        (rc = api_opt_string(req, "username", 1, 64, &username)) != RC_OK ||
+        (rc = api_opt_string(req, "password", 1, 1024, &password)) != RC_OK)
+        return rc;
+    if (username == NULL)
+        return srv_fail(req, RC_EINVAL, "username", "username is required");
+    if (password == NULL)
+        return srv_fail(req, RC_EINVAL, "password", "password is required");
+    snprintf(ukey, sizeof(ukey), "u:%s", username);
+    snprintf(akey, sizeof(akey), "a:%s", req->client_addr);
+    if (ratelimit_blocked(rl, ukey, now) || ratelimit_blocked(rl, akey, now))
+        return login_refused(req, username, "rate_limited", RC_ERATE,
+                             "too many failed sign-ins; wait a few minutes");
+    if (srv_db(req) == NULL)
+        return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
+    rc = auth_user_for_login(req->db, username, &user_id, &role, pwhash, sizeof(pwhash), &disabled,
+                             req->req_id);
+    if (rc != RC_OK && rc != RC_ENOTFOUND)
+        return rc;
+    if (rc == RC_ENOTFOUND || disabled) {
+        (void)crypto_password_verify(password, dummy_hash);
+        ratelimit_fail(rl, ukey, now);
+        ratelimit_fail(rl, akey, now);
+        return login_refused(req, username, rc == RC_ENOTFOUND ? "unknown_user" : "disabled",
+                             RC_EAUTH, "wrong username or password");
+    }
+    if (crypto_password_verify(password, pwhash) != RC_OK) {
+        ratelimit_fail(rl, ukey, now);
+        ratelimit_fail(rl, akey, now);
+        return login_refused(req, username, "bad_password", RC_EAUTH,
+                             "wrong username or password");
+    }
+    ratelimit_reset(rl, ukey);
+    if (crypto_random_token("tys_", 32, sid, sizeof(sid)) != RC_OK ||
+        crypto_random_token("", 24, csrf, sizeof(csrf)) != RC_OK)
+        return RC_EINTERNAL;
+    crypto_sha256_hex(sid, strlen(sid), sid_hash);
+    snprintf(req->who.username, sizeof(req->who.username), "%s", username);
+    req->who.authenticated = 1;
+    req->who.user_id = user_id;
+    snprintf(target, sizeof(target), "user:%s", username);
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = auth_session_create(req->db, user_id, sid_hash, csrf, req->app->cfg->session_ttl_s,
+                             req->req_id);
+    if (rc == RC_OK)
+        rc = audit_append_req(req, "auth.login", target, "success", NULL);
+    if ((rc = api_end(req, rc)) != RC_OK)
+        return rc;
+    snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d%s",
+             AUTH_SESSION_COOKIE, sid, req->app->cfg->session_ttl_s,
+             strncmp(req->app->cfg->public_url, "https:", 6) == 0 ? "; Secure" : "");
+    req->set_cookie = strdup(cookie);
+    if (req->set_cookie == NULL)
+        return RC_ENOMEM;
+    return srv_reply(req, 200,
+                     json_pack("{s:{s:s,s:s,s:s},s:s,s:i}", "user", "id",
+                               api_i64(user_id, target, sizeof(target)), "username", username,
+                               "role", auth_role_name(role), "csrf_token", csrf, "expires_in_s",
+                               req->app->cfg->session_ttl_s));
+}
+
+enum rc api_logout(struct srv_req *req)
+{
+    char target[96];
+    enum rc rc;
+
+    if (!req->who.via_cookie)
+        return srv_fail(req, RC_EINVAL, "", "logout ends a browser session; revoke API tokens "
+                                            "with DELETE /api/v1/tokens/{id}");
+    snprintf(target, sizeof(target), "user:%s", req->who.username);
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = auth_session_delete(req->db, req->who.session_hash, req->req_id);
+    if (rc == RC_OK)
+        rc = audit_append_req(req, "auth.logout", target, "success", NULL);
+    if ((rc = api_end(req, rc)) != RC_OK)
+        return rc;
+    req->set_cookie = strdup(AUTH_SESSION_COOKIE "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+enum rc api_me(struct srv_req *req)
+{
+    json_t *teams = NULL, *out;
+    char id[24];
+    enum rc rc = auth_user_teams(req->db, req->who.user_id, &teams, req->req_id);
+
+    if (rc != RC_OK)
+        return rc;
+    out = json_pack("{s:s,s:s,s:s,s:o,s:s}", "id", api_i64(req->who.user_id, id, sizeof(id)),
+                    "username", req->who.username, "role", auth_role_name(req->who.role), "teams",
+                    teams, "auth", req->who.via_cookie ? "session" : "token");
+    if (out != NULL && req->who.via_cookie)
+        json_object_set_new(out, "csrf_token", json_string(req->who.csrf));
+    return srv_reply(req, 200, out);
+}
+
+enum rc api_token_create(struct srv_req *req)
+{
+    static const char *const allowed[] = {"name", "expires_in_s", NULL};
+    const char *name;
+    int64_t expires = 0;
+    int has_exp;
+    char tok[80], h[CRYPTO_SHA256_HEX_LEN + 1], target[48];
+    json_t *row = NULL;
+    enum rc rc;
+
+    if ((rc = api_body_object(req, allowed)) != RC_OK ||
+        (rc = api_opt_string(req, "name", 1, 128, &name)) != RC_OK ||
+        (rc = api_opt_int(req, "expires_in_s", 60, 3650LL * 86400, &expires, &has_exp)) != RC_OK)
+        return rc;
+    if (name == NULL)
+        return srv_fail(req, RC_EINVAL, "name", "name is required");
+    if (crypto_random_token("tyt_", 32, tok, sizeof(tok)) != RC_OK)
+        return RC_EINTERNAL;
+    crypto_sha256_hex(tok, strlen(tok), h);
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = db_token_create(req->db, req->who.user_id, name, h, has_exp ? expires : 0, &row,
+                         req->req_id);
+    if (rc == RC_OK) {
+        json_t *d = json_pack("{s:s,s:O}", "name", name, "expires_at",
+                              json_object_get(row, "expires_at"));
+        snprintf(target, sizeof(target), "token:%s",
+                 json_string_value(json_object_get(row, "id")));
+        rc = audit_append_req(req, "token.create", target, "success", d);
+        json_decref(d);
+    }
+    if ((rc = api_end(req, rc)) != RC_OK) {
+        json_decref(row);
+        return rc;
+    }
+    /* The secret is shown once; only its hash is stored. */
+    json_object_set_new(row, "token", json_string(tok));
+    return srv_reply(req, 201, row);
+}
+
+enum rc api_token_list(struct srv_req *req)
+{
+    json_t *rows = NULL;
+    const char *all = srv_query(req, "all");
+    int64_t owner = req->who.user_id;
+    enum rc rc;
+
+    if (all != NULL && strcmp(all, "1") == 0) {
+        if (req->who.role != SRV_ROLE_ADMIN)
+            return srv_fail(req, RC_EPERM, "all", "only admins list every user's tokens");
+        owner = 0;
+    }
+    rc = db_token_list(req->db, owner, &rows, req->req_id);
+    if (rc != RC_OK)
+        return rc;
+    return srv_reply(req, 200, json_pack("{s:o}", "tokens", rows));
+}
+
+enum rc api_token_revoke(struct srv_req *req)
+{
+    int64_t id;
+    char target[48];
+    enum rc rc;
+
+    if ((rc = api_param_id(req, 0, &id, "token")) != RC_OK)
+        return rc;
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = db_token_revoke(req->db, id, req->who.role == SRV_ROLE_ADMIN ? 0 : req->who.user_id,
+                         req->req_id);
+    if (rc == RC_OK) {
+        snprintf(target, sizeof(target), "token:%lld", (long long)id);
+        rc = audit_append_req(req, "token.revoke", target, "success", NULL);
+    }
+    rc = api_end(req, rc);
+    if (rc == RC_ENOTFOUND)
+        return srv_fail(req, rc, "", "no such token");
+    if (rc == RC_ECONFLICT)
+        return srv_fail(req, rc, "", "the token is already revoked");
+    if (rc != RC_OK)
+        return rc;
+    return srv_reply(req, 200, json_pack("{s:b}", "revoked", 1));
+}

@@ -1,0 +1,204 @@
+/*
+ * api_jobs.c - submit, list, read and cancel jobs.
+ *
+ * Visibility: admins and auditors see every job; members see the jobs of the
+ * teams they belong to. A job a caller may not see answers 404, so job ids of
+ * other teams do not leak.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_util.h"
+#include "app.h"
+#include "db.h"
+#include "db_audit.h"
+#include "db_auth.h"
+#include "db_jobs.h"
+#include "db_users.h"
+#include "jobspec.h"
+#include "jobs_hooks.h"
+
+static enum rc job_visible(struct srv_req *req, int64_t team_id)
+{
+    int member = 1;
+    enum rc rc = RC_OK;
+
+    if (req->who.role == SRV_ROLE_MEMBER)
+        rc = auth_is_member(req->db, req->who.user_id, team_id, &member, req->req_id);
+    if (rc == RC_OK && !member)
+        return srv_fail(req, RC_ENOTFOUND, "", "no such job");
+    return rc;
+}
+
+enum rc api_job_submit(struct srv_req *req)
+{
+    struct jobspec *spec = NULL;
+    json_t *spec_json = NULL, *row = NULL, *d = NULL;
+    int64_t team_id = 0;
+    int member = 1;
+    char actor[96], target[48];
+    enum rc rc;
+
+    if (req->body == NULL)
+        return srv_fail(req, RC_EINVAL, "", "the body must be a job spec (a JSON object)");
+    rc = jobspec_parse(req->body, &spec, &req->err);
+    if (rc != RC_OK)
+        return rc;
+    rc = db_team_id(req->db, spec->team, &team_id, req->req_id);
+    if (rc == RC_ENOTFOUND) {
+        rc = srv_fail(req, RC_EINVAL, "team", "no team named \"%s\"", spec->team);
+        goto out;
+    }
+    if (rc != RC_OK)
+        goto out;
+    if (req->who.role != SRV_ROLE_ADMIN &&
+        (rc = auth_is_member(req->db, req->who.user_id, team_id, &member, req->req_id)) != RC_OK)
+        goto out;
+    if (!member) {
+        rc = srv_fail(req, RC_EPERM, "team", "you are not a member of team \"%s\"", spec->team);
+        goto out;
+    }
+    if ((rc = jobs_check_submit(req, spec)) != RC_OK)
+        goto out;
+    spec_json = jobspec_to_json(spec);
+    if (spec_json == NULL) {
+        rc = RC_ENOMEM;
+        goto out;
+    }
+    srv_actor(req, actor, sizeof(actor));
+    if ((rc = api_begin(req)) != RC_OK)
+        goto out;
+    rc = db_job_insert(req->db, spec, spec_json, team_id, req->who.user_id, actor, &row,
+                       req->req_id);
+    if (rc == RC_OK) {
+        snprintf(target, sizeof(target), "job:%s", json_string_value(json_object_get(row, "id")));
+        d = json_pack("{s:s,s:s,s:i,s:s}", "name", spec->name, "team", spec->team, "gpus",
+                      spec->gpus, "priority", jobspec_prio_str(spec->priority));
+        rc = audit_append_req(req, "job.submit", target, "success", d);
+    }
+    rc = api_end(req, rc);
+    if (rc == RC_OK) {
+        app_wake_scheduler(req->app);
+        rc = srv_reply(req, 201, row);
+        row = NULL;
+    }
+out:
+    json_decref(d);
+    json_decref(row);
+    json_decref(spec_json);
+    jobspec_free(spec);
+    return rc;
+}
+
+enum rc api_job_list(struct srv_req *req)
+{
+    struct db_job_filter f = {0};
+    char cursor[24];
+    json_t *rows = NULL, *last;
+    enum rc rc;
+
+    if ((rc = api_page(req, 50, 500, &f.limit, cursor, sizeof(cursor))) != RC_OK)
+        return rc;
+    f.state = srv_query(req, "state");
+    f.team = srv_query(req, "team");
+    f.user = srv_query(req, "user");
+    f.cursor = cursor[0] ? cursor : NULL;
+    if (f.state != NULL && !db_job_state_valid(f.state)) {
+        srv_fail(req, RC_EINVAL, "state",
+                 "state must be one of QUEUED, PLACED, STARTING, RUNNING, RESTARTING, "
+                 "SUCCEEDED, FAILED, CANCELLED");
+        err_detail(&req->err, "got \"%.32s\"", f.state);
+        return RC_EINVAL;
+    }
+    if ((f.team && strlen(f.team) > 64) || (f.user && strlen(f.user) > 64))
+        return srv_fail(req, RC_EINVAL, f.team ? "team" : "user", "filter value is too long");
+    if (req->who.role == SRV_ROLE_MEMBER)
+        f.member_of = req->who.user_id;
+    rc = db_job_list(req->db, &f, &rows, req->req_id);
+    if (rc != RC_OK)
+        return rc;
+    last = json_array_size(rows) == (size_t)f.limit ? json_array_get(rows, (size_t)f.limit - 1)
+                                                    : NULL;
+    return srv_reply(req, 200,
+                     json_pack("{s:o,s:O}", "jobs", rows, "next_cursor",
+                               last ? json_object_get(last, "id") : json_null()));
+}
+
+/* Load job params[0] and check the caller may see it. */
+static enum rc load_visible(struct srv_req *req, int64_t *id, int64_t *team_id, char *state,
+                            size_t state_size, int lock)
+{
+    enum rc rc = api_param_id(req, 0, id, "job");
+
+    if (rc != RC_OK)
+        return rc;
+    rc = db_job_brief(req->db, *id, lock, team_id, state, state_size, req->req_id);
+    if (rc == RC_ENOTFOUND)
+        return srv_fail(req, rc, "", "no such job");
+    if (rc != RC_OK)
+        return rc;
+    return job_visible(req, *team_id);
+}
+
+enum rc api_job_get(struct srv_req *req)
+{
+    int64_t id, team_id;
+    char state[16];
+    json_t *row = NULL;
+    enum rc rc;
+
+    if ((rc = load_visible(req, &id, &team_id, state, sizeof(state), 0)) != RC_OK)
+        return rc;
+    if ((rc = db_job_get(req->db, id, &row, req->req_id)) != RC_OK)
+        return rc;
+    if ((rc = jobs_decorate(req, id, row)) != RC_OK) {
+        json_decref(row);
+        return rc;
+    }
+    return srv_reply(req, 200, row);
+}
+
+enum rc api_job_events(struct srv_req *req)
+{
+    int64_t id, team_id;
+    char state[16];
+    json_t *rows = NULL;
+    enum rc rc;
+
+    if ((rc = load_visible(req, &id, &team_id, state, sizeof(state), 0)) != RC_OK)
+        return rc;
+    if ((rc = db_job_events(req->db, id, &rows, req->req_id)) != RC_OK)
+        return rc;
+    return srv_reply(req, 200, json_pack("{s:o}", "events", rows));
+}
+
+enum rc api_job_cancel(struct srv_req *req)
+{
+    int64_t id, team_id;
+    char state[16], target[48];
+    json_t *row = NULL;
+    enum rc rc;
+
+    if (req->body != NULL && (rc = api_body_object(req, (const char *const[]){"reason", NULL})) !=
+                                 RC_OK)
+        return rc;
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = load_visible(req, &id, &team_id, state, sizeof(state), 1);
+    if (rc == RC_OK && db_job_state_terminal(state))
+        rc = srv_fail(req, RC_ECONFLICT, "", "the job has already ended (%s)", state);
+    if (rc == RC_OK) {
+        snprintf(target, sizeof(target), "job:%lld", (long long)id);
+        rc = audit_append_req(req, "job.cancel", target, "success", NULL);
+    }
+    if (rc == RC_OK)
+        rc = jobs_cancel(req, id, state);
+    rc = api_end(req, rc);
+    if (rc != RC_OK)
+        return rc;
+    app_wake_scheduler(req->app);
+    if ((rc = db_job_get(req->db, id, &row, req->req_id)) != RC_OK)
+        return rc;
+    return srv_reply(req, 202, row);
+}

@@ -1,0 +1,52 @@
+/*
+ * api_util.h - small helpers shared by the API handlers: strict body
+ * checking, path ids, pagination and one-transaction mutations.
+ *
+ * Thread-safety: reentrant; each works on its own request.
+ */
+#ifndef TY_SERVER_API_UTIL_H
+#define TY_SERVER_API_UTIL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "srv.h"
+
+/*
+ * Require req->body to be a JSON object whose keys are all in allowed (a
+ * NULL-terminated list). RC_EINVAL naming the field otherwise.
+ */
+enum rc api_body_object(struct srv_req *req, const char *const *allowed) TY_WUR;
+
+/*
+ * Optional string member: *out borrowed (NULL when absent). RC_EINVAL when
+ * present with another type or a length outside [min_len, max_len].
+ */
+enum rc api_opt_string(struct srv_req *req, const char *key, size_t min_len, size_t max_len,
+                       const char **out) TY_WUR;
+
+/* Optional integer member in [lo, hi]; *present set to 1 when given. */
+enum rc api_opt_int(struct srv_req *req, const char *key, int64_t lo, int64_t hi,
+                    int64_t *out, int *present) TY_WUR;
+
+/* Route capture i as a positive id; RC_ENOTFOUND when not one. */
+enum rc api_param_id(struct srv_req *req, int i, int64_t *out, const char *what) TY_WUR;
+
+/*
+ * ?limit= (default def, 1..max) and ?cursor= (a positive id or absent;
+ * cursor_out is "" when absent).
+ */
+enum rc api_page(struct srv_req *req, int def, int max, int *limit, char *cursor_out,
+                 size_t cursor_size) TY_WUR;
+
+/* Begin a transaction on the request's connection (acquiring it). */
+enum rc api_begin(struct srv_req *req) TY_WUR;
+
+/* Commit when rc is RC_OK, else roll back; returns the final rc. */
+enum rc api_end(struct srv_req *req, enum rc rc);
+
+/* The int64 as decimal text into buf (at least 24 bytes); returns buf. */
+const char *api_i64(int64_t v, char *buf, size_t size);
+
+#endif

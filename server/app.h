@@ -1,0 +1,36 @@
+/*
+ * app.h - server-wide state shared by every request and background thread.
+ *
+ * Created by main.c before any thread starts; immutable afterwards except
+ * through the thread-safe objects it points to (db pool, rate limiter,
+ * waiters, scheduler wake-up).
+ */
+#ifndef TY_SERVER_APP_H
+#define TY_SERVER_APP_H
+
+#include <pthread.h>
+
+#include "config.h"
+#include "db.h"
+#include "ratelimit.h"
+
+struct MHD_Daemon;
+struct waiters;
+
+struct srv_app {
+    const struct srv_config *cfg;   /* borrowed from main */
+    struct db *db;                  /* owned by main */
+    struct ratelimit *login_limit;  /* owned by main */
+    struct waiters *waiters;        /* long-poll waiters; owned by main */
+    struct MHD_Daemon *daemon;      /* owned by http.c */
+    /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    int wake_pending;
+    volatile int stopping;          /* set once at shutdown */
+};
+
+/* Ask the scheduler thread for a pass soon. Thread-safe. */
+void app_wake_scheduler(struct srv_app *app);
+
+#endif

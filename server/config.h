@@ -1,0 +1,57 @@
+/*
+ * config.h - trainyard-server settings from a file, the environment and flags.
+ *
+ * Precedence: flags > environment (TRAINYARD_<KEY>) > file (--config FILE,
+ * "key = value" lines, '#' comments) > defaults. Every key has all three
+ * spellings: database_url / TRAINYARD_DATABASE_URL / --database-url.
+ *
+ * Thread-safety: loaded once at start-up on the main thread, then read-only.
+ */
+#ifndef TY_SERVER_CONFIG_H
+#define TY_SERVER_CONFIG_H
+
+#include "err.h"
+
+#define SRV_CFG_STR 256
+
+struct srv_config {
+    char listen[SRV_CFG_STR];       /* "0.0.0.0:8080" */
+    char database_url[1024];        /* libpq URI or conninfo; secret */
+    char data_dir[SRV_CFG_STR];     /* keys and local state */
+    char web_dir[SRV_CFG_STR];      /* static dashboard files; "" = none */
+    char public_url[SRV_CFG_STR];   /* how users reach the dashboard */
+    char log_level[16];             /* error|warn|info|debug */
+    char log_debug[128];            /* components with debug on */
+    char sched_policy[32];          /* scheduler policy name */
+    char create_admin[64];          /* --create-admin NAME: create and exit */
+    char config_file[SRV_CFG_STR];  /* the file read, if any */
+    int http_threads;               /* libmicrohttpd thread pool size */
+    int db_pool_size;               /* PostgreSQL connections */
+    int body_limit_bytes;           /* largest accepted request body */
+    int session_ttl_s;              /* browser session lifetime */
+    int node_timeout_s;             /* heartbeat silence before a node is down */
+    int sched_interval_ms;          /* longest time between scheduler passes */
+    int access_log;                 /* 1 = one logfmt line per request */
+    int login_max_failures;         /* per user and per address, per window */
+    int login_window_s;             /* the rate-limit window */
+    int pbkdf2_iterations;          /* for new password hashes (>= 600000) */
+};
+
+/* Fill cfg with the defaults. */
+void srv_config_defaults(struct srv_config *cfg);
+
+/*
+ * Load from argv (and --config FILE), the environment and the defaults.
+ * RC_EINVAL with e filled for an unknown flag, a bad value or an unreadable
+ * file. "--help" returns RC_ECONFLICT after printing usage to stdout.
+ */
+enum rc srv_config_load(struct srv_config *cfg, int argc, char **argv, struct err *e) TY_WUR;
+
+/* Log the effective configuration at info level, secrets masked. */
+void srv_config_log(const struct srv_config *cfg);
+
+/* Split cfg->listen into host and port; RC_EINVAL when malformed. */
+enum rc srv_config_listen(const struct srv_config *cfg, char *host, int host_size,
+                          int *port) TY_WUR;
+
+#endif

@@ -1,0 +1,422 @@
+/*
+ * db.c - libpq pool and migrations.
+ *
+ * The pool is an array of slots guarded by one mutex and a condition
+ * variable. Connections are opened lazily on first use so a server can start
+ * (and answer /healthz) while the database is still coming up. The mutex is
+ * never held while talking to the server, only while picking a slot.
+ */
+#include "db.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+/* The generated table of embedded migrations (cmake/embed.cmake). */
+struct ty_embedded {
+    const char *name;
+    const unsigned char *data;
+    size_t len;
+};
+extern const struct ty_embedded ty_migrations[];
+extern const unsigned ty_migrations_count;
+
+struct db_slot {
+    PGconn *conn; /* owned; NULL until first use */
+    int busy;     /* checked out by a thread */
+};
+
+struct db {
+    char *url; /* owned; never logged */
+    int size;
+    struct db_slot *slots; /* owned, size entries */
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+};
+
+static PGconn *connect_url(const char *url)
+{
+    const char *keys[] = {"dbname", "application_name", "connect_timeout", NULL};
+    const char *vals[] = {url, "trainyard-server", "5", NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+
+    if (c != NULL && PQstatus(c) != CONNECTION_OK) {
+        LOG_WARN("db", "connect failed", "error=\"%s\"", PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    if (c != NULL) {
+        PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'");
+        PQclear(r);
+    }
+    return c;
+}
+
+enum rc db_open(const char *url, int size, struct db **out)
+{
+    struct db *db = NULL;
+    PGconn *probe = NULL;
+
+    if (url == NULL || size < 1)
+        return RC_EINVAL;
+    db = calloc(1, sizeof(*db));
+    if (db == NULL)
+        return RC_ENOMEM;
+    db->url = strdup(url);
+    db->slots = calloc((size_t)size, sizeof(*db->slots));
+    if (db->url == NULL || db->slots == NULL) {
+        free(db->url);
+        free(db->slots);
+        free(db);
+        return RC_ENOMEM;
+    }
+    db->size = size;
+    pthread_mutex_init(&db->lock, NULL);
+    pthread_cond_init(&db->freed, NULL);
+    probe = connect_url(url);
+    if (probe == NULL) {
+        db_free(db);
+        return RC_EUNAVAIL;
+    }
+    db->slots[0].conn = probe;
+    *out = db;
+    return RC_OK;
+}
+
+void db_free(struct db *db)
+{
+    if (db == NULL)
+        return;
+    for (int i = 0; i < db->size; i++)
+        if (db->slots[i].conn != NULL)
+            PQfinish(db->slots[i].conn);
+    pthread_mutex_destroy(&db->lock);
+    pthread_cond_destroy(&db->freed);
+    free(db->slots);
+    free(db->url);
+    free(db);
+}
+
+PGconn *db_acquire(struct db *db, int timeout_ms)
+{
+    struct timespec deadline;
+    int idx = -1;
+
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&db->lock);
+    for (;;) {
+        /* Prefer an open idle connection, then an empty slot. */
+        for (int i = 0; i < db->size && idx < 0; i++)
+            if (!db->slots[i].busy && db->slots[i].conn != NULL)
+                idx = i;
+        for (int i = 0; i < db->size && idx < 0; i++)
+            if (!db->slots[i].busy)
+                idx = i;
+        if (idx >= 0)
+            break;
+        if (pthread_cond_timedwait(&db->freed, &db->lock, &deadline) == ETIMEDOUT)
+            break;
+    }
+    if (idx >= 0)
+        db->slots[idx].busy = 1;
+    pthread_mutex_unlock(&db->lock);
+    if (idx < 0)
+        return NULL;
+    if (db->slots[idx].conn == NULL)
+        db->slots[idx].conn = connect_url(db->url);
+    if (db->slots[idx].conn != NULL && PQstatus(db->slots[idx].conn) != CONNECTION_OK)
+        PQreset(db->slots[idx].conn);
+    if (db->slots[idx].conn == NULL || PQstatus(db->slots[idx].conn) != CONNECTION_OK) {
+        pthread_mutex_lock(&db->lock);
+        db->slots[idx].busy = 0;
+        pthread_cond_signal(&db->freed);
+        pthread_mutex_unlock(&db->lock);
+        return NULL;
+    }
+    return db->slots[idx].conn;
+}
+
+void db_release(struct db *db, PGconn *conn)
+{
+    if (conn == NULL)
+        return;
+    if (PQtransactionStatus(conn) != PQTRANS_IDLE) {
+        PGresult *r = PQexec(conn, "ROLLBACK");
+        PQclear(r);
+    }
+    pthread_mutex_lock(&db->lock);
+    for (int i = 0; i < db->size; i++) {
+        if (db->slots[i].conn == conn) {
+            db->slots[i].busy = 0;
+            break;
+        }
+    }
+    pthread_cond_signal(&db->freed);
+    pthread_mutex_unlock(&db->lock);
+}
+
+int db_ping(struct db *db)
+{
+    PGconn *c = db_acquire(db, 1000);
+    PGresult *r;
+    int ok;
+
+    if (c == NULL)
+        return 0;
+    r = PQexec(c, "SELECT 1");
+    ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    PQclear(r);
+    db_release(db, c);
+    return ok;
+}
+
+PGresult *db_exec(PGconn *conn, const char *sql, int n, const char *const *params)
+{
+    return PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+}
+
+enum rc db_result_rc(const PGresult *res, const char *req_id)
+{
+    const char *state;
+    ExecStatusType st;
+
+    if (res == NULL)
+        return RC_EUNAVAIL;
+    st = PQresultStatus(res);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        return RC_OK;
+    state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (state == NULL)
+        state = "";
+    if (strcmp(state, "23505") == 0)
+        return RC_ECONFLICT;
+    if (strcmp(state, "23503") == 0)
+        return RC_ENOTFOUND;
+    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
+        return RC_ERETRY;
+    if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
+        return RC_EUNAVAIL;
+    if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0)
+        return RC_EINVAL;
+    LOG_ERROR("db", "statement failed", "req_id=%s sqlstate=%s error=\"%s\"",
+              req_id ? req_id : "-", state, PQresultErrorMessage(res));
+    return RC_EINTERNAL;
+}
+
+enum rc db_exec_ok(PGconn *conn, const char *req_id, const char *sql, int n,
+                   const char *const *params)
+{
+    PGresult *r = db_exec(conn, sql, n, params);
+    enum rc rc = db_result_rc(r, req_id);
+
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_begin(PGconn *conn)
+{
+    return db_exec_ok(conn, NULL, "BEGIN", 0, NULL);
+}
+
+enum rc db_commit(PGconn *conn)
+{
+    return db_exec_ok(conn, NULL, "COMMIT", 0, NULL);
+}
+
+void db_rollback(PGconn *conn)
+{
+    PGresult *r = PQexec(conn, "ROLLBACK");
+    PQclear(r);
+}
+
+enum rc db_parse_i64(const char *s, int64_t *out)
+{
+    char *end = NULL;
+    long long v;
+
+    if (s == NULL || *s == '\0')
+        return RC_EINVAL;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return RC_EINVAL;
+    *out = (int64_t)v;
+    return RC_OK;
+}
+
+/* Version number from a migration file name "NNN_name.sql"; -1 if malformed. */
+static int migration_version(const char *name)
+{
+    int v = 0, digits = 0;
+
+    for (const char *p = name; *p >= '0' && *p <= '9'; p++, digits++)
+        v = v * 10 + (*p - '0');
+    return (digits == 3 && name[3] == '_') ? v : -1;
+}
+
+int db_schema_version_known(void)
+{
+    int max = 0;
+
+    for (unsigned i = 0; i < ty_migrations_count; i++) {
+        int v = migration_version(ty_migrations[i].name);
+        if (v > max)
+            max = v;
+    }
+    return max;
+}
+
+static enum rc apply_migration(PGconn *c, const struct ty_embedded *m, int version)
+{
+    char vbuf[16];
+    const char *params[2];
+    PGresult *r = NULL;
+    enum rc rc;
+
+    snprintf(vbuf, sizeof(vbuf), "%d", version);
+    params[0] = vbuf;
+    params[1] = m->name;
+    if ((rc = db_begin(c)) != RC_OK)
+        return rc;
+    /* PQexec runs the whole multi-statement file in this transaction. */
+    r = PQexec(c, (const char *)m->data);
+    rc = db_result_rc(r, NULL);
+    PQclear(r);
+    if (rc == RC_OK)
+        rc = db_exec_ok(c, NULL, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                        2, params);
+    if (rc == RC_OK)
+        rc = db_commit(c);
+    else
+        db_rollback(c);
+    if (rc == RC_OK)
+        LOG_INFO("db", "migration applied", "version=%d name=%s", version, m->name);
+    return rc;
+}
+
+enum rc db_migrate(struct db *db)
+{
+    PGconn *c = db_acquire(db, 10000);
+    PGresult *r = NULL;
+    enum rc rc = RC_EINTERNAL;
+    int have = 0, known = db_schema_version_known();
+
+    if (c == NULL)
+        return RC_EUNAVAIL;
+    /* Replicas starting at once take turns; the lock ends with the session's use. */
+    rc = db_exec_ok(c, NULL, "SELECT pg_advisory_lock(7243001)", 0, NULL);
+    if (rc != RC_OK)
+        goto out;
+    rc = db_exec_ok(c, NULL,
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
+                    "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+                    0, NULL);
+    if (rc != RC_OK)
+        goto unlock;
+    r = PQexec(c, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+    if ((rc = db_result_rc(r, NULL)) != RC_OK)
+        goto unlock;
+    have = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    if (have > known) {
+        LOG_ERROR("db", "database schema is newer than this server",
+                  "db_version=%d known_version=%d", have, known);
+        rc = RC_ECONFLICT;
+        goto unlock;
+    }
+    for (int v = have + 1; v <= known && rc == RC_OK; v++) {
+        for (unsigned i = 0; i < ty_migrations_count; i++)
+            if (migration_version(ty_migrations[i].name) == v)
+                rc = apply_migration(c, &ty_migrations[i], v);
+    }
+unlock:
+    PQclear(r);
+    r = PQexec(c, "SELECT pg_advisory_unlock(7243001)");
+out:
+    PQclear(r);
+    db_release(db, c);
+    return rc;
+}
+
+/* libpq type OIDs (server/catalog/pg_type.dat). */
+#define OID_BOOL 16
+#define OID_INT8 20
+#define OID_INT2 21
+#define OID_INT4 23
+#define OID_JSON 114
+#define OID_FLOAT4 700
+#define OID_FLOAT8 701
+#define OID_TIMESTAMPTZ 1184
+#define OID_JSONB 3802
+
+static int is_id_column(const char *name)
+{
+    size_t n = strlen(name);
+    return strcmp(name, "id") == 0 || (n > 3 && strcmp(name + n - 3, "_id") == 0);
+}
+
+/* "2026-11-29 19:18:37.123+00" -> "2026-11-29T19:18:37.123Z" (sessions run in UTC). */
+static json_t *iso_ts(const char *v)
+{
+    char buf[64];
+    size_t n = strlen(v);
+
+    if (n >= sizeof(buf) || n < 19)
+        return json_string(v);
+    memcpy(buf, v, n + 1);
+    buf[10] = 'T';
+    if (n > 3 && strcmp(buf + n - 3, "+00") == 0) {
+        buf[n - 3] = 'Z';
+        buf[n - 2] = '\0';
+    }
+    return json_string(buf);
+}
+
+json_t *db_row_to_json(const PGresult *res, int row)
+{
+    json_t *o = json_object();
+    int ncols = PQnfields(res);
+
+    if (o == NULL)
+        return NULL;
+    for (int c = 0; c < ncols; c++) {
+        const char *name = PQfname(res, c);
+        const char *v = PQgetvalue(res, row, c);
+        Oid t = PQftype(res, c);
+        json_t *j;
+        if (PQgetisnull(res, row, c)) {
+            j = json_null();
+        } else if (is_id_column(name)) {
+            j = json_string(v);
+        } else if (t == OID_INT8 || t == OID_INT4 || t == OID_INT2) {
+            j = json_integer(strtoll(v, NULL, 10));
+        } else if (t == OID_FLOAT4 || t == OID_FLOAT8) {
+            j = json_real(strtod(v, NULL));
+        } else if (t == OID_BOOL) {
+            j = json_boolean(v[0] == 't');
+        } else if (t == OID_JSON || t == OID_JSONB) {
+            j = json_loads(v, JSON_DECODE_ANY, NULL);
+            if (j == NULL)
+                j = json_null();
+        } else if (t == OID_TIMESTAMPTZ) {
+            j = iso_ts(v);
+        } else {
+            j = json_string(v);
+        }
+        if (j == NULL || json_object_set_new(o, name, j) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}

@@ -1,0 +1,92 @@
+/*
+ * db.h - the libpq connection pool, transactions, SQLSTATE mapping and
+ * schema migrations.
+ *
+ * A fixed number of connections is opened lazily; db_acquire() hands one to
+ * exactly one thread until db_release(). Broken connections are reset on
+ * release. All SQL in the server goes through PQexecParams with $n
+ * parameters (see db_exec); no value is ever formatted into SQL text.
+ *
+ * Thread-safety: db_acquire/db_release are thread-safe; a PGconn is used by
+ * one thread at a time.
+ */
+#ifndef TY_SERVER_DB_H
+#define TY_SERVER_DB_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct db;
+
+/*
+ * Create a pool of at most size connections to url (a libpq conninfo or
+ * URI). Connects once to check the URL; RC_EUNAVAIL if that fails.
+ * The caller owns *out (free with db_free()).
+ */
+enum rc db_open(const char *url, int size, struct db **out) TY_WUR;
+
+/* Close every connection and free the pool; NULL is a no-op. */
+void db_free(struct db *db);
+
+/*
+ * Borrow a connection, waiting up to timeout_ms for one to be free.
+ * Returns NULL when none could be had (busy or database unreachable).
+ */
+PGconn *db_acquire(struct db *db, int timeout_ms);
+
+/* Give a connection back; a connection left inside a transaction is rolled back. */
+void db_release(struct db *db, PGconn *conn);
+
+/* Whether the database answers a trivial query now (for /readyz). */
+int db_ping(struct db *db);
+
+/*
+ * Run sql with n text parameters (NULL entries are SQL NULL). Returns the
+ * result (caller PQclear()s it; never NULL: an allocation failure yields a
+ * PGRES_FATAL_ERROR-like NULL-safe result via db_ok()).
+ */
+PGresult *db_exec(PGconn *conn, const char *sql, int n, const char *const *params);
+
+/*
+ * Map a result to enum rc: RC_OK for PGRES_COMMAND_OK/TUPLES_OK, otherwise by
+ * SQLSTATE: 23505 -> RC_ECONFLICT, 23503 -> RC_ENOTFOUND, 40001/40P01 ->
+ * RC_ERETRY, class 08 -> RC_EUNAVAIL, 22xxx/23xxx -> RC_EINVAL, else
+ * RC_EINTERNAL. Logs unexpected errors with req_id. res may be NULL.
+ */
+enum rc db_result_rc(const PGresult *res, const char *req_id);
+
+/* Execute and check in one go; the result is discarded. */
+enum rc db_exec_ok(PGconn *conn, const char *req_id, const char *sql, int n,
+                   const char *const *params) TY_WUR;
+
+enum rc db_begin(PGconn *conn) TY_WUR;
+enum rc db_commit(PGconn *conn) TY_WUR;
+void db_rollback(PGconn *conn);
+
+/*
+ * Apply the migrations compiled into the binary (sql/NNN_*.sql) that the
+ * database lacks, each in its own transaction, under an advisory lock so
+ * replicas starting together do not race. RC_ECONFLICT when the database
+ * has a schema version newer than this binary knows.
+ */
+enum rc db_migrate(struct db *db) TY_WUR;
+
+/* The newest schema version compiled into this binary. */
+int db_schema_version_known(void);
+
+/* Parse a base-10 int64 column value; RC_EINVAL if it is not one. */
+enum rc db_parse_i64(const char *s, int64_t *out) TY_WUR;
+
+
+/*
+ * One result row as a JSON object (new reference, NULL on ENOMEM): columns
+ * named "id" or ending in "_id" become strings, other integers numbers,
+ * booleans booleans, json/jsonb parsed values, timestamptz ISO-8601 UTC
+ * strings, SQL NULL null, the rest strings.
+ */
+json_t *db_row_to_json(const PGresult *res, int row);
+
+#endif

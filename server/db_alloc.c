@@ -1,0 +1,61 @@
+/*
+ * db_alloc.c - see db_alloc.h.
+ */
+#include "db_alloc.h"
+
+#include <stdio.h>
+
+#include "db.h"
+
+enum rc db_alloc_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {id};
+    PGresult *res;
+    enum rc rc;
+
+    snprintf(id, sizeof(id), "%lld", (long long)job_id);
+    res = db_exec(c,
+                  "SELECT a.node_id, n.name AS node, a.node_rank, array_to_json(a.gpu_indices) "
+                  "AS gpu_indices, a.rank_start, t.attempt FROM allocations a JOIN nodes n ON "
+                  "n.id = a.node_id JOIN attempts t ON t.id = a.attempt_id WHERE a.job_id = $1 "
+                  "AND a.released_at IS NULL ORDER BY a.node_rank",
+                  1, p);
+    rc = db_result_rc(res, req_id);
+    *out = NULL;
+    if (rc == RC_OK) {
+        *out = json_array();
+        for (int i = 0; *out != NULL && i < PQntuples(res); i++)
+            json_array_append_new(*out, db_row_to_json(res, i));
+    }
+    PQclear(res);
+    return rc;
+}
+
+enum rc db_alloc_release_job(PGconn *c, int64_t job_id, const char *outcome, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {id, outcome};
+    enum rc rc;
+
+    snprintf(id, sizeof(id), "%lld", (long long)job_id);
+    rc = db_exec_ok(c, req_id,
+                    "UPDATE allocations SET released_at = now() WHERE job_id = $1 AND "
+                    "released_at IS NULL",
+                    1, p);
+    if (rc == RC_OK)
+        rc = db_exec_ok(c, req_id,
+                        "UPDATE attempts SET state = 'ended', outcome = $2, ended_at = now() "
+                        "WHERE job_id = $1 AND state <> 'ended'",
+                        2, p);
+    return rc;
+}
+
+enum rc db_job_mark_cancel(PGconn *c, int64_t job_id, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {id};
+
+    snprintf(id, sizeof(id), "%lld", (long long)job_id);
+    return db_exec_ok(c, req_id, "UPDATE jobs SET cancel_requested = true WHERE id = $1", 1, p);
+}

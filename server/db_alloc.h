@@ -1,0 +1,27 @@
+/*
+ * db_alloc.h - SQL for attempts and allocations (which GPUs a job holds).
+ *
+ * Thread-safety: any thread, with its own connection. Changes run in the
+ * caller's open transaction.
+ */
+#ifndef TY_SERVER_DB_ALLOC_H
+#define TY_SERVER_DB_ALLOC_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* The live allocations of a job as a JSON array of
+ * {node_id, node, node_rank, gpu_indices, rank_start}. */
+enum rc db_alloc_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req_id) TY_WUR;
+
+/* Give back every GPU the job holds and end its open attempt (outcome). */
+enum rc db_alloc_release_job(PGconn *c, int64_t job_id, const char *outcome,
+                             const char *req_id) TY_WUR;
+
+/* Mark the job cancel_requested. */
+enum rc db_job_mark_cancel(PGconn *c, int64_t job_id, const char *req_id) TY_WUR;
+
+#endif

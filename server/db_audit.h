@@ -1,0 +1,61 @@
+/*
+ * db_audit.h - appending to and reading the hash-chained audit trail.
+ *
+ * audit_append() must run inside the caller's open transaction, so an event
+ * commits or rolls back with the change it records. It locks the chain head
+ * row, which serializes concurrent writers and keeps ids gapless; the lock is
+ * held only until the caller's transaction ends, so callers keep those
+ * transactions short and append the event last.
+ *
+ * Thread-safety: any thread, with its own PGconn.
+ */
+#ifndef TY_SERVER_DB_AUDIT_H
+#define TY_SERVER_DB_AUDIT_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "err.h"
+
+struct srv_req;
+
+struct audit_event {
+    const char *actor;   /* borrowed; "user:alice", "system", "node:gpu-1" */
+    const char *source;  /* borrowed; client address, "" for internal */
+    const char *action;  /* borrowed; "job.submit" */
+    const char *target;  /* borrowed; "job:42" or "" */
+    const char *outcome; /* borrowed; "success", "failure", "denied" */
+    json_t *details;     /* borrowed; object or NULL */
+};
+
+/* Append ev in the open transaction on conn. */
+enum rc audit_append(PGconn *conn, const struct audit_event *ev, const char *req_id) TY_WUR;
+
+/* Append with actor and source taken from the request. */
+enum rc audit_append_req(struct srv_req *req, const char *action, const char *target,
+                         const char *outcome, json_t *details) TY_WUR;
+
+/*
+ * Append one event in its own transaction (for records of refused requests,
+ * such as failed logins, where there is no other change).
+ */
+enum rc audit_append_alone(struct srv_req *req, const char *action, const char *target,
+                           const char *outcome, json_t *details) TY_WUR;
+
+/*
+ * Page through events (newest first) as a JSON array. Filters may be NULL:
+ * action (exact or prefix ending in '.'), actor, target, since/until (ISO
+ * timestamps), before_id (cursor). limit 1..500. Result new reference.
+ */
+enum rc audit_list(PGconn *conn, const char *action, const char *actor, const char *target,
+                   const char *since, const char *until, const char *before_id, int limit,
+                   json_t **out, const char *req_id) TY_WUR;
+
+/*
+ * Recompute the whole chain from the database and check every link.
+ * *bad_id receives the first bad event id (0 when all verify). For tests
+ * and the admin "verify" endpoint; reads in pages.
+ */
+enum rc audit_verify_db(PGconn *conn, int64_t *checked, int64_t *bad_id, const char *req_id) TY_WUR;
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * db_jobs.c - see db_jobs.h.
+ */
+#include "db_jobs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "db_audit.h"
+
+static const char *const job_states[] = {"QUEUED",  "PLACED",    "STARTING", "RUNNING",
+                                         "RESTARTING", "SUCCEEDED", "FAILED", "CANCELLED", NULL};
+
+int db_job_state_valid(const char *s)
+{
+    for (int i = 0; s != NULL && job_states[i] != NULL; i++)
+        if (strcmp(s, job_states[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int db_job_state_terminal(const char *s)
+{
+    return strcmp(s, "SUCCEEDED") == 0 || strcmp(s, "FAILED") == 0 || strcmp(s, "CANCELLED") == 0;
+}
+
+#define JOB_LIST_COLS                                                                              \
+    "j.id, j.name, j.team_id, t.name AS team, j.user_id, u.username AS user, j.state, "           \
+    "CASE j.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END AS priority, "        \
+    "j.gpus, j.gpus_per_node, j.restarts, j.max_restarts, j.attempt, j.reason, j.time_limit_s, "  \
+    "j.created_at, j.updated_at, j.started_at, j.finished_at"
+#define JOB_FROM " FROM jobs j JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
+
+static const char *i64s(int64_t v, char *buf, size_t n)
+{
+    snprintf(buf, n, "%lld", (long long)v);
+    return buf;
+}
+
+static enum rc rows_json(PGresult *res, int one, json_t **out, const char *req_id)
+{
+    enum rc rc = db_result_rc(res, req_id);
+
+    *out = NULL;
+    if (rc == RC_OK && one) {
+        if (PQntuples(res) < 1)
+            rc = RC_ENOTFOUND;
+        else if ((*out = db_row_to_json(res, 0)) == NULL)
+            rc = RC_ENOMEM;
+    } else if (rc == RC_OK) {
+        *out = json_array();
+        for (int i = 0; *out != NULL && i < PQntuples(res); i++)
+            json_array_append_new(*out, db_row_to_json(res, i));
+        if (*out == NULL)
+            rc = RC_ENOMEM;
+    }
+    PQclear(res);
+    return rc;
+}
+
+static enum rc add_event(PGconn *c, const char *job_id, const char *from, const char *to,
+                         const char *reason, const char *actor, const char *req_id)
+{
+    const char *p[] = {job_id, from, to, reason ? reason : "", actor};
+    return db_exec_ok(c, req_id,
+                      "INSERT INTO job_events (job_id, from_state, to_state, reason, actor) "
+                      "VALUES ($1, $2, $3, $4, $5)",
+                      5, p);
+}
+
+enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_json,
+                      int64_t team_id, int64_t user_id, const char *actor, json_t **out,
+                      const char *req_id)
+{
+    char team[24], user[24], prio[8], gpus[16], gpn[16], tl[24], mr[16], id[24];
+    char *js = json_dumps(spec_json, JSON_COMPACT);
+    PGresult *res;
+    enum rc rc;
+
+    *out = NULL;
+    if (js == NULL)
+        return RC_ENOMEM;
+    snprintf(prio, sizeof(prio), "%d", (int)spec->priority);
+    snprintf(gpus, sizeof(gpus), "%d", spec->gpus);
+    snprintf(gpn, sizeof(gpn), "%d", spec->gpus_per_node);
+    snprintf(mr, sizeof(mr), "%d", spec->max_restarts);
+    {
+        const char *p[] = {spec->name,
+                           i64s(team_id, team, sizeof(team)),
+                           i64s(user_id, user, sizeof(user)),
+                           js,
+                           prio,
+                           gpus,
+                           gpn,
+                           i64s(spec->time_limit_s, tl, sizeof(tl)),
+                           mr};
+        res = db_exec(c,
+                      "INSERT INTO jobs (name, team_id, user_id, spec, state, priority, gpus, "
+                      "gpus_per_node, time_limit_s, max_restarts) VALUES ($1, $2, $3, $4, "
+                      "'QUEUED', $5, $6, $7, $8, $9) RETURNING id",
+                      9, p);
+    }
+    free(js);
+    rc = db_result_rc(res, req_id);
+    if (rc == RC_OK)
+        snprintf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    if (rc == RC_OK)
+        rc = add_event(c, id, NULL, "QUEUED", "submitted", actor, req_id);
+    if (rc == RC_OK) {
+        int64_t jid = 0;
+        rc = db_parse_i64(id, &jid);
+        if (rc == RC_OK)
+            rc = db_job_get(c, jid, out, req_id);
+    }
+    return rc;
+}
+
+enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id)
+{
+    char ids[24];
+    const char *p[] = {i64s(id, ids, sizeof(ids))};
+    return rows_json(db_exec(c, "SELECT " JOB_LIST_COLS ", j.spec" JOB_FROM " WHERE j.id = $1", 1,
+                             p),
+                     1, out, req_id);
+}
+
+enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *state,
+                     size_t state_size, const char *req_id)
+{
+    char ids[24];
+    const char *p[] = {i64s(id, ids, sizeof(ids))};
+    PGresult *res = db_exec(c,
+                            lock ? "SELECT team_id, state FROM jobs WHERE id = $1 FOR UPDATE"
+                                 : "SELECT team_id, state FROM jobs WHERE id = $1",
+                            1, p);
+    enum rc rc = db_result_rc(res, req_id);
+
+    if (rc == RC_OK && PQntuples(res) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK) {
+        rc = db_parse_i64(PQgetvalue(res, 0, 0), team_id);
+        snprintf(state, state_size, "%s", PQgetvalue(res, 0, 1));
+    }
+    PQclear(res);
+    return rc;
+}
+
+enum rc db_job_list(PGconn *c, const struct db_job_filter *f, json_t **out, const char *req_id)
+{
+    char mem[24], lim[16];
+    const char *p[] = {f->state, f->team, f->user, f->member_of > 0 ? i64s(f->member_of, mem, sizeof(mem)) : NULL,
+                       f->cursor, i64s(f->limit, lim, sizeof(lim))};
+    return rows_json(
+        db_exec(c,
+                "SELECT " JOB_LIST_COLS JOB_FROM
+                " WHERE ($1::text IS NULL OR j.state = $1) AND ($2::text IS NULL OR t.name = $2) "
+                "AND ($3::text IS NULL OR u.username = $3) AND ($4::bigint IS NULL OR j.team_id "
+                "IN (SELECT team_id FROM memberships WHERE user_id = $4)) AND ($5::bigint IS NULL "
+                "OR j.id < $5) ORDER BY j.id DESC LIMIT $6",
+                6, p),
+        0, out, req_id);
+}
+
+enum rc db_job_events(PGconn *c, int64_t id, json_t **out, const char *req_id)
+{
+    char ids[24];
+    const char *p[] = {i64s(id, ids, sizeof(ids))};
+    return rows_json(db_exec(c,
+                             "SELECT id, job_id, ts, from_state, to_state, reason, actor FROM "
+                             "job_events WHERE job_id = $1 ORDER BY id",
+                             1, p),
+                     0, out, req_id);
+}
+
+enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const char *to,
+                          const char *reason, const char *actor, const char *source,
+                          const char *req_id)
+{
+    char ids[24], old[16], target[40];
+    const char *p[3];
+    PGresult *res;
+    enum rc rc;
+    int allowed = from == NULL;
+    json_t *details;
+
+    i64s(id, ids, sizeof(ids));
+    p[0] = ids;
+    res = db_exec(c, "SELECT state FROM jobs WHERE id = $1 FOR UPDATE", 1, p);
+    rc = db_result_rc(res, req_id);
+    if (rc == RC_OK && PQntuples(res) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK)
+        snprintf(old, sizeof(old), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    if (rc != RC_OK)
+        return rc;
+    if (from == NULL)
+        allowed = !db_job_state_terminal(old);
+    for (int i = 0; from != NULL && from[i] != NULL && !allowed; i++)
+        allowed = strcmp(from[i], old) == 0;
+    if (!allowed)
+        return RC_ECONFLICT;
+    p[1] = to;
+    p[2] = reason ? reason : "";
+    rc = db_exec_ok(c, req_id,
+                    "UPDATE jobs SET state = $2, reason = $3, updated_at = now(), "
+                    "started_at = CASE WHEN $2 = 'RUNNING' THEN coalesce(started_at, now()) ELSE "
+                    "started_at END, finished_at = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED', "
+                    "'CANCELLED') THEN now() ELSE NULL END WHERE id = $1",
+                    3, p);
+    if (rc == RC_OK)
+        rc = add_event(c, ids, old, to, reason, actor, req_id);
+    if (rc == RC_OK) {
+        struct audit_event ev;
+        snprintf(target, sizeof(target), "job:%s", ids);
+        details = json_pack("{s:s,s:s,s:s}", "from", old, "to", to, "reason", reason ? reason : "");
+        ev = (struct audit_event){actor, source ? source : "", "job.state", target, "success",
+                                  details};
+        rc = audit_append(c, &ev, req_id);
+        json_decref(details);
+    }
+    return rc;
+}

@@ -1,0 +1,68 @@
+/*
+ * db_jobs.h - SQL for jobs and their state machine.
+ *
+ * Every state change goes through db_job_transition(), which in the caller's
+ * open transaction updates the jobs row, adds a job_events row and appends
+ * the "job.state" audit event: the three commit or roll back together.
+ *
+ * Thread-safety: any thread, with its own connection.
+ */
+#ifndef TY_SERVER_DB_JOBS_H
+#define TY_SERVER_DB_JOBS_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "jobspec.h"
+
+/* Whether s names a job state ("QUEUED", ...). */
+int db_job_state_valid(const char *s);
+
+/* Whether the state is final (SUCCEEDED, FAILED, CANCELLED). */
+int db_job_state_terminal(const char *s);
+
+/*
+ * Insert a QUEUED job and its first job_events row in the open transaction.
+ * *out is the job as JSON (new reference).
+ */
+enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_json,
+                      int64_t team_id, int64_t user_id, const char *actor, json_t **out,
+                      const char *req_id) TY_WUR;
+
+/* One job with its spec, team and user names. RC_ENOTFOUND if missing. */
+enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id) TY_WUR;
+
+/* Team id and state of a job (for access checks); lock=1 locks the row. */
+enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *state,
+                     size_t state_size, const char *req_id) TY_WUR;
+
+struct db_job_filter {
+    const char *state;   /* or NULL */
+    const char *team;    /* team name or NULL */
+    const char *user;    /* username or NULL */
+    int64_t member_of;   /* only teams this user belongs to; 0 = all */
+    const char *cursor;  /* id bound (exclusive) or NULL */
+    int limit;           /* 1..500 */
+};
+
+/* A page of jobs, newest first, without specs. */
+enum rc db_job_list(PGconn *c, const struct db_job_filter *f, json_t **out,
+                    const char *req_id) TY_WUR;
+
+/* The job's events, oldest first. */
+enum rc db_job_events(PGconn *c, int64_t id, json_t **out, const char *req_id) TY_WUR;
+
+/*
+ * Move job id to state `to` if its current state is one of from (a
+ * NULL-terminated list; NULL = any non-final state). Records job_events and
+ * the audit event (actor, source) in the open transaction.
+ * RC_ECONFLICT when the job is not in an allowed state, RC_ENOTFOUND when
+ * missing.
+ */
+enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const char *to,
+                          const char *reason, const char *actor, const char *source,
+                          const char *req_id) TY_WUR;
+
+#endif

@@ -1,0 +1,613 @@
+/*
+ * http.c - libmicrohttpd glue: body collection with a limit, routing,
+ * authentication, CSRF, JSON parsing, responses, the access log, static
+ * files and suspend/resume for long-polls.
+ *
+ * Each connection's request state (struct http_ctx) is created on the first
+ * callback, lives in *con_cls, and is freed in the completion callback, which
+ * also writes the access-log line. In-flight requests are counted so that a
+ * graceful stop can wait for them.
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db_auth.h"
+#include "log.h"
+#include "router.h"
+#include "routes.h"
+#include "waiters.h"
+
+/* Deepest JSON nesting accepted; real specs need 3 or 4 levels. */
+#define HTTP_MAX_JSON_DEPTH 32
+
+struct http_ctx {
+    struct srv_req req;
+    char *body;      /* owned; collected upload, NUL-terminated */
+    size_t body_len;
+    int too_big;     /* the body passed the limit: answer 413 */
+    int resumed;     /* called again after a suspend */
+};
+
+static atomic_int g_inflight;
+static atomic_uint g_req_counter;
+
+int64_t srv_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t srv_now_ms(void)
+{
+    return srv_mono_us() / 1000;
+}
+
+int srv_http_status(enum rc rc)
+{
+    switch (rc) {
+    case RC_OK: return 200;
+    case RC_EINVAL: return 400;
+    case RC_EAUTH: return 401;
+    case RC_EPERM: return 403;
+    case RC_EPOLICY: return 403;
+    case RC_ENOTFOUND: return 404;
+    case RC_EMETHOD: return 405;
+    case RC_ECONFLICT: return 409;
+    case RC_ETOOBIG: return 413;
+    case RC_EMEDIATYPE: return 415;
+    case RC_ERATE: return 429;
+    case RC_EUNAVAIL: return 503;
+    case RC_ERETRY: return 503;
+    case RC_ENOMEM: return 500;
+    case RC_EINTERNAL: return 500;
+    }
+    return 500;
+}
+
+PGconn *srv_db(struct srv_req *req)
+{
+    if (req->db == NULL)
+        req->db = db_acquire(req->app->db, 5000);
+    return req->db;
+}
+
+const char *srv_query(struct srv_req *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *srv_header(struct srv_req *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+enum rc srv_reply(struct srv_req *req, int status, json_t *body)
+{
+    json_decref(req->resp);
+    req->resp = body;
+    req->status = status;
+    return RC_OK;
+}
+
+enum rc srv_fail(struct srv_req *req, enum rc rc, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+
+    err_set(&req->err, rc, field, "%s", "");
+    va_start(ap, fmt);
+    vsnprintf(req->err.message, sizeof(req->err.message), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void srv_actor(const struct srv_req *req, char *out, size_t out_size)
+{
+    if (req->who.node_id != 0)
+        snprintf(out, out_size, "node:%s", req->who.node_name);
+    else if (req->who.authenticated)
+        snprintf(out, out_size, "user:%s", req->who.username);
+    else
+        snprintf(out, out_size, "anonymous");
+}
+
+/* ------------------------------------------------------------------ */
+/* Responses                                                            */
+
+static void add_common_headers(struct MHD_Response *r, const struct srv_req *req)
+{
+    MHD_add_response_header(r, "X-Request-Id", req->req_id);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+}
+
+static enum MHD_Result send_buffer(struct srv_req *req, int status, const char *ctype, char *buf,
+                                   size_t len, enum MHD_ResponseMemoryMode mode)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, mode);
+    enum MHD_Result ret;
+
+    if (r == NULL) {
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(buf);
+        return MHD_NO;
+    }
+    add_common_headers(r, req);
+    MHD_add_response_header(r, "Content-Type", ctype);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (req->set_cookie != NULL)
+        MHD_add_response_header(r, "Set-Cookie", req->set_cookie);
+    req->status = status;
+    ret = MHD_queue_response(req->conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static json_t *error_body(const struct srv_req *req, enum rc rc)
+{
+    const struct err *e = &req->err;
+    json_t *inner = json_object();
+    const char *msg = e->message[0] ? e->message : rc_str(rc);
+
+    /* A 5xx says only "internal error"; the details are in the log. */
+    if (srv_http_status(rc) >= 500 && rc != RC_EUNAVAIL && rc != RC_ERETRY)
+        msg = "internal error";
+    json_object_set_new(inner, "code", json_string(e->code[0] ? e->code : rc_api_code(rc)));
+    json_object_set_new(inner, "message", json_string(msg));
+    if (e->detail[0])
+        json_object_set_new(inner, "detail", json_string(e->detail));
+    if (e->field[0])
+        json_object_set_new(inner, "field", json_string(e->field));
+    json_object_set_new(inner, "request_id", json_string(req->req_id));
+    return json_pack("{s:o}", "error", inner);
+}
+
+static enum MHD_Result send_json(struct srv_req *req, int status, const json_t *body)
+{
+    char *s = json_dumps(body, JSON_COMPACT);
+
+    if (s == NULL)
+        return MHD_NO;
+    return send_buffer(req, status, "application/json; charset=utf-8", s, strlen(s),
+                       MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result send_error(struct srv_req *req, enum rc rc)
+{
+    json_t *body = error_body(req, rc);
+    enum MHD_Result ret = send_json(req, srv_http_status(rc), body);
+
+    json_decref(body);
+    return ret;
+}
+
+static enum MHD_Result send_error_msg(struct srv_req *req, enum rc rc, const char *field,
+                                      const char *msg)
+{
+    srv_fail(req, rc, field, "%s", msg);
+    return send_error(req, rc);
+}
+
+static enum MHD_Result send_result(struct srv_req *req, enum rc rc)
+{
+    if (rc != RC_OK)
+        return send_error(req, rc);
+    if (req->resp_raw != NULL) {
+        char *raw = req->resp_raw;
+        req->resp_raw = NULL;
+        return send_buffer(req, req->status ? req->status : 200,
+                           req->resp_ctype ? req->resp_ctype : "text/plain; charset=utf-8", raw,
+                           req->resp_raw_len, MHD_RESPMEM_MUST_FREE);
+    }
+    if (req->resp == NULL)
+        req->resp = json_object();
+    return send_json(req, req->status ? req->status : 200, req->resp);
+}
+
+/* ------------------------------------------------------------------ */
+/* Static files of the dashboard                                        */
+
+static const char *content_type_for(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    static const struct {
+        const char *ext, *type;
+    } types[] = {{".html", "text/html; charset=utf-8"},  {".js", "text/javascript; charset=utf-8"},
+                 {".css", "text/css; charset=utf-8"},    {".json", "application/json"},
+                 {".svg", "image/svg+xml"},              {".png", "image/png"},
+                 {".ico", "image/x-icon"},               {".woff2", "font/woff2"}};
+
+    for (size_t i = 0; dot != NULL && i < sizeof(types) / sizeof(types[0]); i++)
+        if (strcmp(dot, types[i].ext) == 0)
+            return types[i].type;
+    return "application/octet-stream";
+}
+
+static enum MHD_Result serve_static(struct srv_req *req)
+{
+    const char *web = req->app->cfg->web_dir;
+    const char *rel = req->path;
+    char full[4096];
+    struct stat st;
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+    int fd;
+
+    if (web[0] == '\0' || (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0))
+        return send_error_msg(req, RC_ENOTFOUND, "", "no such route");
+    /* Only plain names: no "..", no hidden files, no encoded separators. */
+    if (strstr(rel, "/.") != NULL || strchr(rel, '\\') != NULL || strchr(rel, '%') != NULL)
+        return send_error_msg(req, RC_ENOTFOUND, "", "no such file");
+    if (strcmp(rel, "/") == 0)
+        rel = "/index.html";
+    snprintf(full, sizeof(full), "%s%s", web, rel);
+    fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return send_error_msg(req, RC_ENOTFOUND, "", "no such file");
+    }
+    r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+    if (r == NULL) {
+        close(fd);
+        return MHD_NO;
+    }
+    add_common_headers(r, req);
+    MHD_add_response_header(r, "Content-Type", content_type_for(full));
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    MHD_add_response_header(r, "Content-Security-Policy",
+                            "default-src 'self'; img-src 'self' data:; style-src 'self' "
+                            "'unsafe-inline'; frame-ancestors 'none'");
+    req->status = 200;
+    ret = MHD_queue_response(req->conn, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Dispatch                                                             */
+
+/* Nesting depth of a JSON text, counting only brackets outside strings. */
+static int json_depth_exceeds(const char *s, size_t n, int max)
+{
+    int depth = 0, in_str = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max)
+                return 1;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return 0;
+}
+
+static int is_mutating(const char *method)
+{
+    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+           strcmp(method, "OPTIONS") != 0;
+}
+
+static enum rc check_access(struct srv_req *req, enum srv_auth need)
+{
+    const struct srv_principal *w = &req->who;
+
+    if (need == SRV_AUTH_NONE)
+        return RC_OK;
+    if (need == SRV_AUTH_AGENT)
+        return w->node_id != 0 ? RC_OK
+                               : srv_fail(req, RC_EAUTH, "", "a node credential is required");
+    if (!w->authenticated || w->user_id == 0)
+        return srv_fail(req, RC_EAUTH, "", "sign in or send an API token");
+    if (need == SRV_AUTH_ADMIN && w->role != SRV_ROLE_ADMIN)
+        return srv_fail(req, RC_EPERM, "", "this needs the admin role");
+    if (need == SRV_AUTH_AUDIT && w->role != SRV_ROLE_ADMIN && w->role != SRV_ROLE_AUDITOR)
+        return srv_fail(req, RC_EPERM, "", "this needs the admin or auditor role");
+    return RC_OK;
+}
+
+static enum rc parse_body(struct http_ctx *ctx)
+{
+    struct srv_req *req = &ctx->req;
+    const char *ctype;
+    json_error_t jerr;
+
+    if (ctx->body_len == 0)
+        return RC_OK;
+    ctype = srv_header(req, "Content-Type");
+    if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0 ||
+        (ctype[16] != '\0' && ctype[16] != ';' && ctype[16] != ' '))
+        return srv_fail(req, RC_EMEDIATYPE, "", "the body must be application/json");
+    if (json_depth_exceeds(ctx->body, ctx->body_len, HTTP_MAX_JSON_DEPTH))
+        return srv_fail(req, RC_EINVAL, "", "the JSON body is nested deeper than %d levels",
+                        HTTP_MAX_JSON_DEPTH);
+    req->body = json_loadb(ctx->body, ctx->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (req->body == NULL) {
+        srv_fail(req, RC_EINVAL, "", "malformed JSON body");
+        err_detail(&req->err, "%s at line %d column %d", jerr.text, jerr.line, jerr.column);
+        return RC_EINVAL;
+    }
+    return RC_OK;
+}
+
+static enum rc dispatch(struct http_ctx *ctx)
+{
+    struct srv_req *req = &ctx->req;
+    struct router_match m;
+    const struct router_route *route;
+    enum rc rc;
+    size_t nroutes;
+    const struct router_route *table = routes_table(&nroutes);
+
+    rc = router_find(table, nroutes, req->method, req->path, &m);
+    if (rc == RC_ENOTFOUND || rc == RC_EINVAL)
+        return srv_fail(req, RC_ENOTFOUND, "", "no such route: %s %.200s", req->method, req->path);
+    if (rc == RC_EMETHOD)
+        return srv_fail(req, RC_EMETHOD, "", "method %s is not allowed here", req->method);
+    route = m.route;
+    req->nparams = m.nparams;
+    for (int i = 0; i < m.nparams; i++)
+        memcpy(req->params[i], m.params[i], sizeof(req->params[i]));
+
+    if (route->auth != SRV_AUTH_NONE) {
+        rc = auth_identify(req, route->auth == SRV_AUTH_AGENT);
+        if (rc != RC_OK)
+            return rc;
+    }
+    if ((rc = check_access(req, (enum srv_auth)route->auth)) != RC_OK)
+        return rc;
+    if (req->who.via_cookie && is_mutating(req->method)) {
+        const char *csrf = srv_header(req, "X-CSRF-Token");
+        if (csrf == NULL || !auth_csrf_ok(req, csrf))
+            return srv_fail(req, RC_EPERM, "", "missing or wrong X-CSRF-Token header");
+    }
+    if ((rc = parse_body(ctx)) != RC_OK)
+        return rc;
+    return ((srv_handler_fn)route->handler)(req);
+}
+
+static void release_db(struct srv_req *req)
+{
+    if (req->db != NULL) {
+        db_release(req->app->db, req->db);
+        req->db = NULL;
+    }
+}
+
+static void ctx_init(struct http_ctx *ctx, struct srv_app *app, struct MHD_Connection *conn,
+                     const char *url, const char *method)
+{
+    struct srv_req *req = &ctx->req;
+    const union MHD_ConnectionInfo *ci;
+    unsigned n = atomic_fetch_add(&g_req_counter, 1);
+
+    req->app = app;
+    req->conn = conn;
+    req->start_us = srv_mono_us();
+    snprintf(req->method, sizeof(req->method), "%s", method);
+    snprintf(req->path, sizeof(req->path), "%s", url);
+    snprintf(req->req_id, sizeof(req->req_id), "r-%x-%x", (unsigned)getpid() & 0xffff, n);
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci != NULL && ci->client_addr != NULL) {
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+                      req->client_addr, sizeof(req->client_addr));
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                      req->client_addr, sizeof(req->client_addr));
+    }
+}
+
+static enum MHD_Result finish(struct http_ctx *ctx, enum rc rc)
+{
+    struct srv_req *req = &ctx->req;
+
+    if (req->suspended && rc == RC_OK)
+        return MHD_YES; /* parked by srv_suspend(); resume_fn answers later */
+    req->suspended = 0;
+    release_db(req);
+    return send_result(req, rc);
+}
+
+void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
+                 enum rc (*resume_fn)(struct srv_req *req))
+{
+    /* The connection goes back first: the resume may run on another thread
+     * before this one returns. */
+    release_db(req);
+    req->suspended = 1;
+    req->resume_fn = resume_fn;
+    req->poll_deadline_ms = deadline_ms;
+    MHD_suspend_connection(req->conn);
+    waiters_add(req->app->waiters, req, key);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    struct srv_app *app = cls;
+    struct http_ctx *ctx = *con_cls;
+    size_t limit = (size_t)app->cfg->body_limit_bytes;
+
+    (void)version;
+    if (ctx == NULL) {
+        const char *cl;
+        ctx = calloc(1, sizeof(*ctx));
+        if (ctx == NULL)
+            return MHD_NO;
+        ctx_init(ctx, app, conn, url, method);
+        atomic_fetch_add(&g_inflight, 1);
+        *con_cls = ctx;
+        cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl != NULL && strtoull(cl, NULL, 10) > limit) {
+            /* Answer before reading: libmicrohttpd then drops the rest. */
+            return send_error_msg(&ctx->req, RC_ETOOBIG, "", "the request body is too large");
+        }
+        return MHD_YES;
+    }
+    if (ctx->req.status != 0 && !ctx->req.suspended && !ctx->resumed)
+        return MHD_YES; /* answered early (413); swallow the rest */
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (ctx->too_big || ctx->body_len + n > limit) {
+            ctx->too_big = 1;
+            return MHD_YES;
+        }
+        char *nb = realloc(ctx->body, ctx->body_len + n + 1);
+        if (nb == NULL)
+            return MHD_NO;
+        ctx->body = nb;
+        memcpy(ctx->body + ctx->body_len, upload_data, n);
+        ctx->body_len += n;
+        ctx->body[ctx->body_len] = '\0';
+        return MHD_YES;
+    }
+    if (ctx->req.suspended) {
+        /* Resumed by waiters.c: let the handler finish its answer. */
+        ctx->req.suspended = 0;
+        ctx->resumed = 1;
+        if (ctx->req.app->stopping)
+            ctx->req.poll_deadline_ms = 0;
+        return finish(ctx, ctx->req.resume_fn(&ctx->req));
+    }
+    if (ctx->too_big)
+        return send_error_msg(&ctx->req, RC_ETOOBIG, "", "the request body is too large");
+    if (strncmp(url, "/api/", 5) != 0 && strcmp(url, "/healthz") != 0 &&
+        strcmp(url, "/readyz") != 0)
+        return serve_static(&ctx->req);
+    return finish(ctx, dispatch(ctx));
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct srv_app *app = cls;
+    struct http_ctx *ctx = *con_cls;
+    struct srv_req *req;
+
+    (void)conn;
+    if (ctx == NULL)
+        return;
+    req = &ctx->req;
+    if (app->cfg->access_log)
+        LOG_INFO("http", "request",
+                 "req_id=%s method=%s path=\"%.200s\" status=%d duration_us=%lld client=%s%s",
+                 req->req_id, req->method, req->path, req->status,
+                 (long long)(srv_mono_us() - req->start_us), req->client_addr,
+                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+    release_db(req);
+    if (req->poll_state_free != NULL)
+        req->poll_state_free(req->poll_state);
+    json_decref(req->body);
+    json_decref(req->resp);
+    free(req->resp_raw);
+    free(req->set_cookie);
+    free(ctx->body);
+    free(ctx);
+    *con_cls = NULL;
+    atomic_fetch_sub(&g_inflight, 1);
+}
+
+void http_resume(struct srv_req *req)
+{
+    MHD_resume_connection(req->conn);
+}
+
+enum rc http_start(struct srv_app *app)
+{
+    char host[128];
+    int port;
+    struct sockaddr_in sin4;
+    struct sockaddr_in6 sin6;
+    const struct sockaddr *sa;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_TCP_FASTOPEN * 0;
+
+    if (srv_config_listen(app->cfg, host, sizeof(host), &port) != RC_OK) {
+        LOG_ERROR("http", "bad listen address", "listen=\"%s\"", app->cfg->listen);
+        return RC_EINVAL;
+    }
+    memset(&sin4, 0, sizeof(sin4));
+    memset(&sin6, 0, sizeof(sin6));
+    if (inet_pton(AF_INET, host, &sin4.sin_addr) == 1) {
+        sin4.sin_family = AF_INET;
+        sin4.sin_port = htons((uint16_t)port);
+        sa = (const struct sockaddr *)&sin4;
+    } else if (host[0] == '[' && strlen(host) > 2) {
+        char h6[128];
+        snprintf(h6, sizeof(h6), "%.*s", (int)strlen(host) - 2, host + 1);
+        if (inet_pton(AF_INET6, h6, &sin6.sin6_addr) != 1)
+            return RC_EINVAL;
+        sin6.sin6_family = AF_INET6;
+        sin6.sin6_port = htons((uint16_t)port);
+        sa = (const struct sockaddr *)&sin6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        LOG_ERROR("http", "listen host must be an IP address", "listen=\"%s\"", app->cfg->listen);
+        return RC_EINVAL;
+    }
+    app->daemon = MHD_start_daemon(
+        flags, (uint16_t)port, NULL, NULL, on_request, app, MHD_OPTION_SOCK_ADDR, sa,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg->http_threads,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned)1024, MHD_OPTION_END);
+    if (app->daemon == NULL) {
+        LOG_ERROR("http", "cannot listen", "listen=\"%s\"", app->cfg->listen);
+        return RC_EUNAVAIL;
+    }
+    LOG_INFO("http", "listening", "addr=%s port=%d threads=%d", host, http_port(app),
+             app->cfg->http_threads);
+    return RC_OK;
+}
+
+int http_port(struct srv_app *app)
+{
+    const union MHD_DaemonInfo *di;
+
+    if (app->daemon == NULL)
+        return 0;
+    di = MHD_get_daemon_info(app->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return di ? di->port : 0;
+}
+
+void http_stop(struct srv_app *app, int grace_ms)
+{
+    int64_t deadline = srv_now_ms() + grace_ms;
+
+    if (app->daemon == NULL)
+        return;
+    /* Stop accepting; requests already read keep going until they answer. */
+    MHD_quiesce_daemon(app->daemon);
+    while (atomic_load(&g_inflight) > 0 && srv_now_ms() < deadline) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    MHD_stop_daemon(app->daemon);
+    app->daemon = NULL;
+}

@@ -1,0 +1,172 @@
+/*
+ * main.c - trainyard-server: configuration, migrations, the HTTP server and
+ * the background threads; graceful stop on SIGTERM/SIGINT.
+ *
+ * Threads: main blocks SIGTERM/SIGINT before any thread starts and waits for
+ * them with sigwait(), so no thread ever runs a signal handler. Then it stops
+ * the background threads and lets in-flight requests finish.
+ */
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "crypto.h"
+#include "db.h"
+#include "db_audit.h"
+#include "db_users.h"
+#include "http.h"
+#include "log.h"
+#include "ratelimit.h"
+#include "sched_loop.h"
+#include "waiters.h"
+
+/* Exit codes of --create-admin, for scripts. */
+#define EXIT_ADMIN_EXISTS 3
+
+static int create_admin(struct srv_app *app, const char *name)
+{
+    const char *pw = getenv("TRAINYARD_ADMIN_PASSWORD");
+    char generated[48], pwhash[CRYPTO_PWHASH_MAX];
+    PGconn *c = db_acquire(app->db, 5000);
+    json_t *row = NULL, *d = NULL;
+    struct audit_event ev;
+    enum rc rc;
+
+    if (c == NULL)
+        return 1;
+    if (pw == NULL || *pw == '\0') {
+        if (crypto_random_token("", 18, generated, sizeof(generated)) != RC_OK) {
+            db_release(app->db, c);
+            return 1;
+        }
+        pw = generated;
+    } else {
+        generated[0] = '\0';
+    }
+    if (strlen(pw) < 12) {
+        fprintf(stderr, "trainyard-server: the admin password must have at least 12 characters\n");
+        db_release(app->db, c);
+        return 1;
+    }
+    if (crypto_password_hash(pw, (unsigned)app->cfg->pbkdf2_iterations, pwhash) != RC_OK) {
+        db_release(app->db, c);
+        return 1;
+    }
+    rc = db_begin(c);
+    if (rc == RC_OK)
+        rc = db_user_create(c, name, "Administrator", "admin", pwhash, &row, NULL);
+    if (rc == RC_OK) {
+        d = json_pack("{s:s,s:s}", "username", name, "role", "admin");
+        ev = (struct audit_event){"system", "", "user.create", "", "success", d};
+        char target[96];
+        snprintf(target, sizeof(target), "user:%s", json_string_value(json_object_get(row, "id")));
+        ev.target = target;
+        rc = audit_append(c, &ev, NULL);
+    }
+    if (rc == RC_OK)
+        rc = db_commit(c);
+    else
+        db_rollback(c);
+    json_decref(row);
+    json_decref(d);
+    db_release(app->db, c);
+    if (rc == RC_ECONFLICT) {
+        fprintf(stderr, "trainyard-server: a user named \"%s\" exists already\n", name);
+        return EXIT_ADMIN_EXISTS;
+    }
+    if (rc != RC_OK) {
+        fprintf(stderr, "trainyard-server: cannot create the admin: %s\n", rc_str(rc));
+        return 1;
+    }
+    if (generated[0] != '\0')
+        printf("admin user: %s\npassword:   %s\n(shown once; change it after signing in)\n", name,
+               generated);
+    else
+        printf("admin user: %s (password from TRAINYARD_ADMIN_PASSWORD)\n", name);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct srv_config cfg;
+    struct srv_app app;
+    struct err e;
+    enum log_level lvl;
+    sigset_t sigs;
+    int sig = 0, status = 1;
+    struct sched_loop *sched = NULL;
+    enum rc rc;
+
+    err_init(&e);
+    memset(&app, 0, sizeof(app));
+    rc = srv_config_load(&cfg, argc, argv, &e);
+    if (rc == RC_ECONFLICT)
+        return 0; /* --help */
+    if (rc != RC_OK) {
+        fprintf(stderr, "trainyard-server: %s\n", e.message);
+        return 2;
+    }
+    if (log_parse_level(cfg.log_level, &lvl) != RC_OK) {
+        fprintf(stderr, "trainyard-server: log_level must be error, warn, info or debug\n");
+        return 2;
+    }
+    log_set_level(lvl);
+    log_set_debug(cfg.log_debug);
+
+    /* Signals are taken by sigwait() on this thread only. */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    app.cfg = &cfg;
+    pthread_mutex_init(&app.wake_lock, NULL);
+    pthread_cond_init(&app.wake_cond, NULL);
+    if (cfg.create_admin[0] == '\0')
+        srv_config_log(&cfg);
+    if (db_open(cfg.database_url, cfg.db_pool_size, &app.db) != RC_OK) {
+        LOG_ERROR("main", "cannot connect to the database", "");
+        goto out;
+    }
+    if ((rc = db_migrate(app.db)) != RC_OK) {
+        LOG_ERROR("main", "cannot migrate the database", "rc=%s", rc_str(rc));
+        goto out;
+    }
+    if (cfg.create_admin[0] != '\0') {
+        status = create_admin(&app, cfg.create_admin);
+        goto out;
+    }
+    app.login_limit = ratelimit_new(cfg.login_max_failures, cfg.login_window_s);
+    app.waiters = waiters_new(&app);
+    if (app.login_limit == NULL || app.waiters == NULL)
+        goto out;
+    if (http_start(&app) != RC_OK)
+        goto out;
+    if (sched_loop_start(&app, &sched) != RC_OK)
+        goto out;
+    LOG_INFO("main", "trainyard-server ready", "port=%d schema=%d", http_port(&app),
+             db_schema_version_known());
+    sigwait(&sigs, &sig);
+    LOG_INFO("main", "stopping", "signal=%d", sig);
+    status = 0;
+out:
+    app.stopping = 1;
+    sched_loop_stop(sched);
+    if (app.waiters != NULL)
+        waiters_stop(app.waiters);
+    http_stop(&app, 10000);
+    waiters_free(app.waiters);
+    ratelimit_free(app.login_limit);
+    db_free(app.db);
+    pthread_mutex_destroy(&app.wake_lock);
+    pthread_cond_destroy(&app.wake_cond);
+    curl_global_cleanup();
+    if (status == 0 && cfg.create_admin[0] == '\0')
+        LOG_INFO("main", "stopped", "");
+    return status;
+}

@@ -1,0 +1,46 @@
+/*
+ * routes.c - the route table. Keep it sorted by path so the API reads like
+ * its documentation (README "API overview").
+ */
+#include "routes.h"
+
+#include "api.h"
+#include "srv.h"
+
+#define R(m, p, a, h) {m, p, a, (void *)h}
+
+static const struct router_route table[] = {
+    R("GET", "/healthz", SRV_AUTH_NONE, api_healthz),
+    R("GET", "/readyz", SRV_AUTH_NONE, api_readyz),
+    R("GET", "/api/v1/audit/events", SRV_AUTH_AUDIT, api_audit_events),
+    R("GET", "/api/v1/audit/verify", SRV_AUTH_AUDIT, api_audit_verify),
+    R("POST", "/api/v1/auth/login", SRV_AUTH_NONE, api_login),
+    R("POST", "/api/v1/auth/logout", SRV_AUTH_USER, api_logout),
+    R("GET", "/api/v1/jobs", SRV_AUTH_USER, api_job_list),
+    R("POST", "/api/v1/jobs", SRV_AUTH_USER, api_job_submit),
+    R("GET", "/api/v1/jobs/{id}", SRV_AUTH_USER, api_job_get),
+    R("POST", "/api/v1/jobs/{id}/cancel", SRV_AUTH_USER, api_job_cancel),
+    R("GET", "/api/v1/jobs/{id}/events", SRV_AUTH_USER, api_job_events),
+    R("GET", "/api/v1/me", SRV_AUTH_USER, api_me),
+    R("GET", "/api/v1/nodes", SRV_AUTH_USER, api_node_list),
+    R("GET", "/api/v1/teams", SRV_AUTH_USER, api_team_list),
+    R("POST", "/api/v1/teams", SRV_AUTH_ADMIN, api_team_create),
+    R("GET", "/api/v1/teams/{id}", SRV_AUTH_USER, api_team_get),
+    R("PATCH", "/api/v1/teams/{id}", SRV_AUTH_ADMIN, api_team_update),
+    R("GET", "/api/v1/teams/{id}/members", SRV_AUTH_ADMIN, api_team_members),
+    R("PUT", "/api/v1/teams/{id}/members/{user_id}", SRV_AUTH_ADMIN, api_team_member_add),
+    R("DELETE", "/api/v1/teams/{id}/members/{user_id}", SRV_AUTH_ADMIN, api_team_member_remove),
+    R("GET", "/api/v1/tokens", SRV_AUTH_USER, api_token_list),
+    R("POST", "/api/v1/tokens", SRV_AUTH_USER, api_token_create),
+    R("DELETE", "/api/v1/tokens/{id}", SRV_AUTH_USER, api_token_revoke),
+    R("GET", "/api/v1/users", SRV_AUTH_ADMIN, api_user_list),
+    R("POST", "/api/v1/users", SRV_AUTH_ADMIN, api_user_create),
+    R("GET", "/api/v1/users/{id}", SRV_AUTH_ADMIN, api_user_get),
+    R("PATCH", "/api/v1/users/{id}", SRV_AUTH_ADMIN, api_user_update),
+};
+
+const struct router_route *routes_table(size_t *n)
+{
+    *n = sizeof(table) / sizeof(table[0]);
+    return table;
+}

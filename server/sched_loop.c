@@ -1,0 +1,155 @@
+/*
+ * sched_loop.c - the scheduler thread (see sched_loop.h).
+ *
+ * The thread keeps one connection from the pool for its whole life: the
+ * leader's advisory lock is a session lock and must stay on one session.
+ */
+#include "sched_loop.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "db.h"
+#include "db_sched.h"
+#include "log.h"
+#include "sched.h"
+#include "srv.h"
+#include "waiters.h"
+
+/* Advisory lock key of the scheduling leader ("trainyard" in a bigint). */
+#define SCHED_LEADER_KEY "7243002"
+#define SCHED_MAX_TOUCHED 4096
+
+struct sched_loop {
+    struct srv_app *app;
+    pthread_t thread;
+    const struct sched_policy *policy;
+    struct sched_decisions decisions;
+    int64_t touched[SCHED_MAX_TOUCHED];
+};
+
+static int try_lead(PGconn *c)
+{
+    const char *p[] = {SCHED_LEADER_KEY};
+    PGresult *r = db_exec(c, "SELECT pg_try_advisory_lock($1::bigint)", 1, p);
+    int leader = PQresultStatus(r) == PGRES_TUPLES_OK && PQgetvalue(r, 0, 0)[0] == 't';
+
+    PQclear(r);
+    return leader;
+}
+
+static void one_pass(struct sched_loop *loop, PGconn *c)
+{
+    struct db_sched_snapshot snap;
+    size_t ntouched = 0;
+    int placed = 0;
+    int64_t t0 = srv_mono_us();
+    enum rc rc = db_sched_snapshot(c, &snap);
+
+    if (rc == RC_OK)
+        rc = sched_plan(loop->policy, &snap.cluster, &snap.queue, snap.now_ms, &loop->decisions);
+    if (rc == RC_OK && (loop->decisions.nplacements > 0 || loop->decisions.npreemptions > 0))
+        rc = db_sched_apply(c, &snap, &loop->decisions, &placed, loop->touched,
+                            SCHED_MAX_TOUCHED, &ntouched);
+    if (rc != RC_OK)
+        LOG_WARN("sched", "pass failed", "rc=%s", rc_str(rc));
+    else if (placed > 0 || loop->decisions.npreemptions > 0)
+        LOG_INFO("sched", "pass", "queued=%zu placed=%d preempted=%zu blocked=%zu duration_us=%lld",
+                 snap.queue.njobs, placed, loop->decisions.npreemptions,
+                 loop->decisions.nblocked, (long long)(srv_mono_us() - t0));
+    for (size_t i = 0; i < ntouched; i++)
+        waiters_notify(loop->app->waiters, loop->touched[i]);
+    db_sched_snapshot_free(&snap);
+}
+
+/* Wait for a wake-up or the interval; returns 0 when stopping. */
+static int wait_for_work(struct srv_app *app)
+{
+    struct timespec ts;
+    int ms = app->cfg->sched_interval_ms;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&app->wake_lock);
+    while (!app->wake_pending && !app->stopping)
+        if (pthread_cond_timedwait(&app->wake_cond, &app->wake_lock, &ts) != 0)
+            break;
+    app->wake_pending = 0;
+    pthread_mutex_unlock(&app->wake_lock);
+    return !app->stopping;
+}
+
+static void *loop_main(void *arg)
+{
+    struct sched_loop *loop = arg;
+    struct srv_app *app = loop->app;
+    PGconn *c = NULL;
+    int leader = 0;
+
+    while (!app->stopping) {
+        if (c == NULL && (c = db_acquire(app->db, 1000)) == NULL) {
+            wait_for_work(app);
+            continue;
+        }
+        if (!leader) {
+            leader = try_lead(c);
+            if (leader)
+                LOG_INFO("sched", "this replica leads scheduling", "policy=%s",
+                         loop->policy->name);
+        }
+        if (leader)
+            one_pass(loop, c);
+        if (PQstatus(c) != CONNECTION_OK) {
+            /* The session (and with it the lock) is gone: start over. */
+            db_release(app->db, c);
+            c = NULL;
+            leader = 0;
+        }
+        wait_for_work(app);
+    }
+    if (c != NULL) {
+        PGresult *r = PQexec(c, "SELECT pg_advisory_unlock_all()");
+        PQclear(r);
+        db_release(app->db, c);
+    }
+    return NULL;
+}
+
+enum rc sched_loop_start(struct srv_app *app, struct sched_loop **out)
+{
+    struct sched_loop *loop = calloc(1, sizeof(*loop));
+
+    if (loop == NULL)
+        return RC_ENOMEM;
+    loop->app = app;
+    loop->policy = sched_policy_find(app->cfg->sched_policy);
+    if (loop->policy == NULL) {
+        LOG_ERROR("sched", "unknown scheduler policy", "policy=%s", app->cfg->sched_policy);
+        free(loop);
+        return RC_EINVAL;
+    }
+    sched_decisions_init(&loop->decisions);
+    if (pthread_create(&loop->thread, NULL, loop_main, loop) != 0) {
+        sched_decisions_cleanup(&loop->decisions);
+        free(loop);
+        return RC_EINTERNAL;
+    }
+    *out = loop;
+    return RC_OK;
+}
+
+void sched_loop_stop(struct sched_loop *loop)
+{
+    if (loop == NULL)
+        return;
+    app_wake_scheduler(loop->app);
+    pthread_join(loop->thread, NULL);
+    sched_decisions_cleanup(&loop->decisions);
+    free(loop);
+}

@@ -1,0 +1,121 @@
+/*
+ * srv.h - the HTTP core of trainyard-server: one struct srv_req per request,
+ * the handler signature, JSON responses and the one rc -> HTTP status map.
+ *
+ * Flow: libmicrohttpd calls http.c, which collects the body (bounded), finds
+ * the route (router.h), authenticates the caller (auth.h), checks the route's
+ * access rule and the CSRF token, parses JSON, then calls the handler. A
+ * handler fills req->status and req->resp, or returns an rc and fills req->err;
+ * http.c turns either into a response with the request id.
+ *
+ * Threads: handlers run on libmicrohttpd's pool threads, concurrently. Each
+ * request owns its srv_req; the database connection it checks out with
+ * srv_db() is released when the request ends.
+ */
+#ifndef TY_SERVER_SRV_H
+#define TY_SERVER_SRV_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct srv_app;
+struct MHD_Connection;
+
+/* Who may call a route. */
+enum srv_auth {
+    SRV_AUTH_NONE = 0,  /* anyone */
+    SRV_AUTH_USER = 1,  /* any signed-in user (cookie or API token) */
+    SRV_AUTH_ADMIN = 2, /* role admin */
+    SRV_AUTH_AUDIT = 3, /* role admin or auditor */
+    SRV_AUTH_AGENT = 4  /* a worker node's credential */
+};
+
+enum srv_role { SRV_ROLE_NONE = 0, SRV_ROLE_MEMBER, SRV_ROLE_AUDITOR, SRV_ROLE_ADMIN };
+
+struct srv_principal {
+    int authenticated;   /* 1 once a credential checked out */
+    int via_cookie;      /* authenticated by session cookie: CSRF applies */
+    int64_t user_id;     /* users.id, 0 for nodes */
+    enum srv_role role;  /* the user's role */
+    char username[64];   /* for audit actor strings */
+    char csrf[64];       /* the session's CSRF token (cookie sessions) */
+    char session_hash[65]; /* sessions.token_hash (cookie sessions) */
+    int64_t token_id;    /* api_tokens.id when authenticated by token */
+    int64_t node_id;     /* nodes.id for agent credentials */
+    char node_name[64];  /* node name for agent credentials */
+};
+
+struct srv_req {
+    struct srv_app *app;           /* borrowed; server-wide state */
+    struct MHD_Connection *conn;   /* borrowed; libmicrohttpd's connection */
+    char method[8];                /* "GET", ... */
+    char path[2049];               /* URL path without the query */
+    char req_id[24];               /* "r-1a2b3c4d" */
+    char client_addr[64];          /* peer address */
+    char params[4][129];           /* route captures, in pattern order */
+    int nparams;
+    json_t *body;                  /* owned; parsed JSON body or NULL */
+    struct srv_principal who;      /* the caller */
+    PGconn *db;                    /* checked out lazily by srv_db() */
+    int status;                    /* HTTP status of the answer */
+    json_t *resp;                  /* owned; JSON answer */
+    char *resp_raw;                /* owned; non-JSON answer (with resp_ctype) */
+    size_t resp_raw_len;
+    const char *resp_ctype;        /* static string */
+    char *set_cookie;              /* owned; Set-Cookie value, if any */
+    struct err err;                /* filled when a handler fails */
+    int64_t start_us;              /* monotonic start, for the access log */
+    /* Long-poll: a handler may suspend the request (see srv_suspend). */
+    int suspended;
+    enum rc (*resume_fn)(struct srv_req *req); /* called when resumed */
+    void *poll_state;              /* owned by the handler that suspended */
+    void (*poll_state_free)(void *);
+    int64_t poll_deadline_ms;      /* monotonic deadline of the wait */
+    struct srv_req *poll_next;     /* link in the waiters list (waiters.c) */
+};
+
+/* A route handler. Returns RC_OK after setting status/resp, or an error rc
+ * with req->err filled (srv_fail helps). */
+typedef enum rc (*srv_handler_fn)(struct srv_req *req);
+
+/* The request's database connection, checked out on first call. NULL if the
+ * database is unavailable (the handler returns RC_EUNAVAIL). */
+PGconn *srv_db(struct srv_req *req);
+
+/* A query-string value (borrowed, valid during the request) or NULL. */
+const char *srv_query(struct srv_req *req, const char *key);
+
+/* A request header (borrowed, valid during the request) or NULL. */
+const char *srv_header(struct srv_req *req, const char *name);
+
+/* Set a JSON answer; takes ownership of body. Returns RC_OK. */
+enum rc srv_reply(struct srv_req *req, int status, json_t *body);
+
+/* Fill req->err and return rc: `return srv_fail(req, RC_EINVAL, "gpus", "...")`. */
+enum rc srv_fail(struct srv_req *req, enum rc rc, const char *field, const char *fmt, ...)
+    TY_PRINTF(4, 5);
+
+/*
+ * Park a long-poll: release the database connection, suspend the connection
+ * and register it under key in the waiters (waiters.h). The handler then
+ * returns RC_OK without a reply; resume_fn is called on a pool thread when
+ * waiters_notify(key) runs or deadline_ms (monotonic) passes, and answers
+ * (or parks again). Call only from a handler.
+ */
+void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
+                 enum rc (*resume_fn)(struct srv_req *req));
+
+/* The one map from rc to HTTP status. */
+int srv_http_status(enum rc rc);
+
+/* The monotonic clock in ms and in us. */
+int64_t srv_now_ms(void);
+int64_t srv_mono_us(void);
+
+/* "user:alice", "node:gpu-07" or "anonymous" for audit records. */
+void srv_actor(const struct srv_req *req, char *out, size_t out_size);
+
+#endif

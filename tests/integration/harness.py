@@ -1,0 +1,297 @@
+"""Test harness: real PostgreSQL, real trainyard processes, plain HTTP.
+
+scripts/test.sh starts one PostgreSQL cluster and exports
+TRAINYARD_TEST_PG_URL; every test gets a fresh database of its own from
+Database(), and its own trainyard-server from Server(). A server must exit 0
+on SIGTERM: under AddressSanitizer a leak makes that fail, so every test
+also checks the server for leaks.
+"""
+import http.client
+import json
+import os
+import re
+import hashlib
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import uuid
+
+BUILD = os.environ.get("TRAINYARD_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
+SRC = os.environ.get("TRAINYARD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
+PG_URL = os.environ.get("TRAINYARD_TEST_PG_URL", "")
+ADMIN_PASSWORD = "admin-password-for-tests"
+SERVER_BIN = os.path.join(BUILD, "server", "trainyard-server")
+WORKER_BIN = os.path.join(BUILD, "worker", "trainyard-worker")
+CLI_BIN = os.path.join(BUILD, "cli", "trainyard")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def psql(db_url, sql, *params):
+    """Run SQL as the PostgreSQL superuser; returns rows as lists of strings."""
+    args = ["psql", db_url, "-v", "ON_ERROR_STOP=1", "-qAt", "-F", "\t", "-c", sql]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip())
+    return [line.split("\t") for line in out.stdout.splitlines() if line != ""]
+
+
+def psql_try(db_url, sql):
+    """Run SQL; returns (ok, stderr)."""
+    out = subprocess.run(["psql", db_url, "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql],
+                         capture_output=True, text=True, timeout=60)
+    return out.returncode == 0, out.stderr.strip()
+
+
+class Database:
+    """A fresh database on the test cluster, dropped at close()."""
+
+    def __init__(self):
+        if not PG_URL:
+            raise unittest.SkipTest("TRAINYARD_TEST_PG_URL is not set (run through make test)")
+        self.name = "ty_" + uuid.uuid4().hex[:12]
+        psql(PG_URL + "/postgres", "CREATE DATABASE " + self.name)
+        self.url = PG_URL + "/" + self.name
+
+    def sql(self, q):
+        return psql(self.url, q)
+
+    def close(self):
+        try:
+            psql(PG_URL + "/postgres", "DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.name)
+        except RuntimeError:
+            pass
+
+
+class Server:
+    """A trainyard-server on a free loopback port."""
+
+    def __init__(self, db, args=(), env=None, admin=True):
+        self.db = db
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="ty-server-")
+        self.log_path = os.path.join(self.dir, "server.log")
+        self.base_env = dict(os.environ)
+        self.base_env.update(env or {})
+        if admin:
+            self.create_admin("admin", ADMIN_PASSWORD)
+        cmd = [SERVER_BIN, "--listen", "127.0.0.1:%d" % self.port, "--database-url", db.url,
+               "--data-dir", self.dir, "--http-threads", "4", "--db-pool-size", "8"] + list(args)
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=self.base_env)
+        self.url = "http://127.0.0.1:%d" % self.port
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("server exited at start:\n" + self.log_tail())
+            try:
+                st, _, _ = Client(self.url).get("/healthz")
+                if st == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("server did not start:\n" + self.log_tail())
+
+    def create_admin(self, name, password):
+        env = dict(self.base_env)
+        env["TRAINYARD_ADMIN_PASSWORD"] = password
+        out = subprocess.run([SERVER_BIN, "--database-url", self.db.url, "--create-admin", name,
+                              "--log-level", "warn"], capture_output=True, text=True, env=env,
+                             timeout=120)
+        if out.returncode not in (0, 3):
+            raise RuntimeError("create-admin failed: " + out.stderr)
+        return out
+
+    def log_tail(self, n=60):
+        try:
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stop(self, check=True):
+        """SIGTERM and wait; a non-zero exit (a crash or a leak) fails the test."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("server did not stop on SIGTERM:\n" + self.log_tail())
+        self.log.close()
+        rc = self.proc.returncode
+        if check and rc != 0:
+            raise AssertionError("server exited with %d:\n%s" % (rc, self.log_tail(120)))
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return rc
+
+
+class Client:
+    """A small HTTP client that keeps the session cookie and CSRF token."""
+
+    def __init__(self, base, token=None):
+        m = re.match(r"http://([^:/]+):(\d+)", base)
+        self.host, self.port = m.group(1), int(m.group(2))
+        self.base = base
+        self.cookie = None
+        self.csrf = None
+        self.token = token
+
+    def request(self, method, path, body=None, headers=None, raw=None,
+                content_type="application/json", csrf=True):
+        h = {}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        if self.cookie:
+            h["Cookie"] = self.cookie
+        if self.csrf and csrf and method not in ("GET", "HEAD"):
+            h["X-CSRF-Token"] = self.csrf
+        data = None
+        if raw is not None:
+            data = raw if isinstance(raw, bytes) else raw.encode()
+        elif body is not None:
+            data = json.dumps(body).encode()
+        if data is not None and content_type:
+            h["Content-Type"] = content_type
+        h.update(headers or {})
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        try:
+            conn.request(method, path, body=data, headers=h)
+            resp = conn.getresponse()
+            payload = resp.read()
+            hdrs = {k.lower(): v for k, v in resp.getheaders()}
+            status = resp.status
+        finally:
+            conn.close()
+        try:
+            parsed = json.loads(payload) if payload else None
+        except ValueError:
+            parsed = payload.decode("utf-8", "replace")
+        return status, parsed, hdrs
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body=body, **kw)
+
+    def login(self, username, password):
+        st, body, hdrs = self.post("/api/v1/auth/login", {"username": username, "password": password})
+        if st == 200:
+            self.cookie = hdrs["set-cookie"].split(";")[0]
+            self.csrf = body["csrf_token"]
+        return st, body
+
+
+def canonical(ev):
+    """The canonical audit form of common/audit_canon.h, reproduced independently."""
+    obj = {k: ev[k] for k in ("id", "ts", "actor", "source", "action", "target", "outcome",
+                              "prev_hash")}
+    obj["id"] = str(obj["id"])
+    obj["details"] = ev["details"]
+    s = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    # jansson writes \u escapes with upper-case hex digits.
+    return re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), s)
+
+
+def verify_chain_rows(rows):
+    """rows: dicts ordered by id. Returns the first bad id or 0."""
+    prev = "0" * 64
+    expect = 1
+    for ev in rows:
+        if int(ev["id"]) != expect or ev["prev_hash"] != prev:
+            return expect
+        if hashlib.sha256(canonical(ev).encode()).hexdigest() != ev["hash"]:
+            return int(ev["id"])
+        prev = ev["hash"]
+        expect += 1
+    return 0
+
+
+def db_audit_rows(db):
+    rows = db.sql("SELECT id, ts_text, actor, source, action, target, outcome, details, "
+                  "prev_hash, hash FROM audit_events ORDER BY id")
+    keys = ["id", "ts", "actor", "source", "action", "target", "outcome", "details",
+            "prev_hash", "hash"]
+    out = []
+    for r in rows:
+        d = dict(zip(keys, r))
+        d["details"] = json.loads(d["details"])
+        out.append(d)
+    return out
+
+
+class ServerTest(unittest.TestCase):
+    """Base class: a fresh database and server per test, admin signed in."""
+
+    server_args = ()
+
+    def setUp(self):
+        self.db = Database()
+        self.server = Server(self.db, args=self.server_args)
+        self.admin = Client(self.server.url)
+        st, body = self.admin.login("admin", ADMIN_PASSWORD)
+        self.assertEqual(st, 200, body)
+
+    def tearDown(self):
+        try:
+            self.server.stop()
+        finally:
+            self.db.close()
+
+    # helpers -------------------------------------------------------------
+    def make_team(self, name, quota=0):
+        st, body, _ = self.admin.post("/api/v1/teams", {"name": name, "gpu_quota": quota})
+        self.assertEqual(st, 201, body)
+        return body
+
+    def make_user(self, name, role="member", teams=()):
+        st, body, _ = self.admin.post("/api/v1/users", {"username": name, "role": role,
+                                                        "password": name + "-password-123"})
+        self.assertEqual(st, 201, body)
+        for t in teams:
+            st, b2, _ = self.admin.request("PUT", "/api/v1/teams/%s/members/%s" % (t["id"], body["id"]))
+            self.assertEqual(st, 201, b2)
+        c = Client(self.server.url)
+        st, b3 = c.login(name, name + "-password-123")
+        self.assertEqual(st, 200, b3)
+        return body, c
+
+    def job_spec(self, team, **over):
+        spec = {"name": "t", "team": team, "command": ["/bin/true"], "resources": {"gpus": 1}}
+        spec.update(over)
+        return spec
+
+    def assert_error(self, resp, status, code=None, field=None):
+        st, body, hdrs = resp
+        self.assertEqual(st, status, body)
+        self.assertIsInstance(body, dict, body)
+        self.assertIn("error", body)
+        err = body["error"]
+        self.assertTrue(err["message"])
+        self.assertTrue(err["request_id"].startswith("r-"))
+        if code:
+            self.assertEqual(err["code"], code, body)
+        if field is not None:
+            self.assertEqual(err.get("field"), field, body)
+        return err
+
+
+def main():
+    unittest.main(verbosity=2)
