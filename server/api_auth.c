@@ -42,7 +42,7 @@ static enum rc login_refused(struct srv_req *req, const char *username, const ch
 enum rc api_login(struct srv_req *req)
 {
     static const char *const allowed[] = {"username", "password", NULL};
-    struct ratelimit *rl = req->app->login_limit;
+    struct ratelimit *rl = req->app->login_limit, *al = req->app->addr_limit;
     const char *username, *password;
     char ukey[128], akey[96], pwhash[CRYPTO_PWHASH_MAX], sid[64], csrf[64],
         sid_hash[CRYPTO_SHA256_HEX_LEN + 1], cookie[256], target[96];
@@ -61,7 +61,7 @@ enum rc api_login(struct srv_req *req)
         return srv_fail(req, RC_EINVAL, "password", "password is required");
     snprintf(ukey, sizeof(ukey), "u:%s", username);
     snprintf(akey, sizeof(akey), "a:%s", req->client_addr);
-    if (ratelimit_blocked(rl, ukey, now) || ratelimit_blocked(rl, akey, now))
+    if (ratelimit_blocked(rl, ukey, now) || ratelimit_blocked(al, akey, now))
         return login_refused(req, username, "rate_limited", RC_ERATE,
                              "too many failed sign-ins; wait a few minutes");
     if (srv_db(req) == NULL)
@@ -73,13 +73,13 @@ enum rc api_login(struct srv_req *req)
     if (rc == RC_ENOTFOUND || disabled) {
         (void)crypto_password_verify(password, dummy_hash);
         ratelimit_fail(rl, ukey, now);
-        ratelimit_fail(rl, akey, now);
+        ratelimit_fail(al, akey, now);
         return login_refused(req, username, rc == RC_ENOTFOUND ? "unknown_user" : "disabled",
                              RC_EAUTH, "wrong username or password");
     }
     if (crypto_password_verify(password, pwhash) != RC_OK) {
         ratelimit_fail(rl, ukey, now);
-        ratelimit_fail(rl, akey, now);
+        ratelimit_fail(al, akey, now);
         return login_refused(req, username, "bad_password", RC_EAUTH,
                              "wrong username or password");
     }

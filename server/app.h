@@ -20,7 +20,8 @@ struct waiters;
 struct srv_app {
     const struct srv_config *cfg;   /* borrowed from main */
     struct db *db;                  /* owned by main */
-    struct ratelimit *login_limit;  /* owned by main */
+    struct ratelimit *login_limit;  /* per username; owned by main */
+    struct ratelimit *addr_limit;   /* per source address (5x looser: NAT); owned by main */
     struct waiters *waiters;        /* long-poll waiters; owned by main */
     struct MHD_Daemon *daemon;      /* owned by http.c */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */

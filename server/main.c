@@ -142,8 +142,9 @@ int main(int argc, char **argv)
         goto out;
     }
     app.login_limit = ratelimit_new(cfg.login_max_failures, cfg.login_window_s);
+    app.addr_limit = ratelimit_new(cfg.login_max_failures * 5, cfg.login_window_s);
     app.waiters = waiters_new(&app);
-    if (app.login_limit == NULL || app.waiters == NULL)
+    if (app.login_limit == NULL || app.addr_limit == NULL || app.waiters == NULL)
         goto out;
     if (http_start(&app) != RC_OK)
         goto out;
@@ -162,6 +163,7 @@ out:
     http_stop(&app, 10000);
     waiters_free(app.waiters);
     ratelimit_free(app.login_limit);
+    ratelimit_free(app.addr_limit);
     db_free(app.db);
     pthread_mutex_destroy(&app.wake_lock);
     pthread_cond_destroy(&app.wake_cond);
