@@ -183,6 +183,8 @@ enum rc api_job_cancel(struct srv_req *req)
     if (req->body != NULL && (rc = api_body_object(req, (const char *const[]){"reason", NULL})) !=
                                  RC_OK)
         return rc;
+    if (req->who.role == SRV_ROLE_AUDITOR)
+        return srv_fail(req, RC_EPERM, "", "auditors can read jobs but not change them");
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = load_visible(req, &id, &team_id, state, sizeof(state), 1);

@@ -1,0 +1,112 @@
+"""Every route of server/routes.c against every kind of caller: anonymous,
+a member of the job's team, a member of another team, an auditor, an admin.
+The test fails when a route is added without a row here."""
+import os
+import re
+import sys
+import uuid
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from harness import Client, ServerTest  # noqa: E402
+
+CALLERS = ("anon", "member", "other", "auditor", "admin")
+
+
+def routes_in_source():
+    with open(os.path.join(harness.SRC, "server", "routes.c")) as f:
+        src = f.read()
+    return set(re.findall(r'R\("([A-Z]+)", "([^"]+)"', src))
+
+
+class AuthzMatrixTest(ServerTest):
+    def test_matrix(self):
+        st, alpha, _ = self.admin.post("/api/v1/teams", {"name": "alpha"})
+        st, beta, _ = self.admin.post("/api/v1/teams", {"name": "beta"})
+        member_u, member_c = self.make_user("mem", teams=[alpha])
+        other_u, other_c = self.make_user("oth", teams=[beta])
+        aud_u, aud_c = self.make_user("aud", role="auditor")
+        clients = {
+            "anon": Client(self.server.url),
+            "member": self.token_client(member_c),
+            "other": self.token_client(other_c),
+            "auditor": self.token_client(aud_c),
+            "admin": self.token_client(self.admin),
+        }
+        st, job, _ = clients["member"].post("/api/v1/jobs", self.job_spec("alpha"))
+        self.assertEqual(st, 201, job)
+        spare_u, _ = self.make_user("spare", teams=[])
+
+        def uniq():
+            return "n" + uuid.uuid4().hex[:8]
+
+        def fresh_job(_caller):
+            st, j, _ = clients["member"].post("/api/v1/jobs", self.job_spec("alpha"))
+            return "/api/v1/jobs/%s/cancel" % j["id"], None
+
+        def fresh_member_token(_caller):
+            st, t, _ = clients["member"].post("/api/v1/tokens", {"name": "x"})
+            return "/api/v1/tokens/" + t["id"], None
+
+        J, A, B = job["id"], alpha["id"], beta["id"]
+        U = spare_u["id"]
+        rows = [
+            ("GET", "/healthz", "/healthz", None, [200, 200, 200, 200, 200]),
+            ("GET", "/readyz", "/readyz", None, [200, 200, 200, 200, 200]),
+            ("GET", "/api/v1/audit/events", "/api/v1/audit/events", None, [401, 403, 403, 200, 200]),
+            ("GET", "/api/v1/audit/verify", "/api/v1/audit/verify", None, [401, 403, 403, 200, 200]),
+            ("POST", "/api/v1/auth/login", "/api/v1/auth/login",
+             {"username": "ghost", "password": "not-a-password"}, [401, 401, 401, 401, 401]),
+            ("POST", "/api/v1/auth/logout", "/api/v1/auth/logout", None, [401, 400, 400, 400, 400]),
+            ("GET", "/api/v1/jobs", "/api/v1/jobs", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/jobs", "/api/v1/jobs", self.job_spec("alpha"), [401, 201, 403, 403, 201]),
+            ("GET", "/api/v1/jobs/{id}", "/api/v1/jobs/" + J, None, [401, 200, 404, 200, 200]),
+            ("POST", "/api/v1/jobs/{id}/cancel", fresh_job, None, [401, 202, 404, 403, 202]),
+            ("GET", "/api/v1/jobs/{id}/events", "/api/v1/jobs/%s/events" % J, None, [401, 200, 404, 200, 200]),
+            ("GET", "/api/v1/me", "/api/v1/me", None, [401, 200, 200, 200, 200]),
+            ("GET", "/api/v1/nodes", "/api/v1/nodes", None, [401, 200, 200, 200, 200]),
+            ("GET", "/api/v1/teams", "/api/v1/teams", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/teams", "/api/v1/teams", lambda: {"name": uniq()}, [401, 403, 403, 403, 201]),
+            ("GET", "/api/v1/teams/{id}", "/api/v1/teams/" + A, None, [401, 200, 404, 200, 200]),
+            ("PATCH", "/api/v1/teams/{id}", "/api/v1/teams/" + A, {"gpu_quota": 2}, [401, 403, 403, 403, 200]),
+            ("GET", "/api/v1/teams/{id}/members", "/api/v1/teams/%s/members" % A, None, [401, 403, 403, 403, 200]),
+            ("PUT", "/api/v1/teams/{id}/members/{user_id}", "/api/v1/teams/%s/members/%s" % (B, U), None,
+             [401, 403, 403, 403, 201]),
+            ("DELETE", "/api/v1/teams/{id}/members/{user_id}", "/api/v1/teams/%s/members/%s" % (B, U), None,
+             [401, 403, 403, 403, 200]),
+            ("GET", "/api/v1/tokens", "/api/v1/tokens", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/tokens", "/api/v1/tokens", {"name": "m"}, [401, 201, 201, 201, 201]),
+            ("DELETE", "/api/v1/tokens/{id}", fresh_member_token, None, [401, 200, 404, 404, 200]),
+            ("GET", "/api/v1/users", "/api/v1/users", None, [401, 403, 403, 403, 200]),
+            ("POST", "/api/v1/users", "/api/v1/users", lambda: {"username": uniq(), "role": "member"},
+             [401, 403, 403, 403, 201]),
+            ("GET", "/api/v1/users/{id}", "/api/v1/users/" + U, None, [401, 403, 403, 403, 200]),
+            ("PATCH", "/api/v1/users/{id}", "/api/v1/users/" + U, {"display_name": "S"},
+             [401, 403, 403, 403, 200]),
+        ]
+        covered = {(m, p) for m, p, _, _, _ in rows}
+        missing = routes_in_source() - covered
+        self.assertFalse(missing, "routes without a row in the matrix: %s" % sorted(missing))
+        failures = []
+        for method, pattern, path, body, expect in rows:
+            for caller, want in zip(CALLERS, expect):
+                p, b = path(caller) if callable(path) else (path, body)
+                if callable(b):
+                    b = b()
+                audit_before = self.db.sql("SELECT count(*) FROM audit_events")[0][0]
+                st, resp, _ = clients[caller].request(method, p, body=b)
+                if st != want:
+                    failures.append("%s %s as %s: got %d, want %d (%s)" % (method, pattern, caller,
+                                                                          st, want, resp))
+                if st in (401, 403) and pattern != "/api/v1/auth/login":
+                    self.assertEqual(resp["error"]["code"],
+                                     "unauthenticated" if st == 401 else "permission_denied")
+                    after = self.db.sql("SELECT count(*) FROM audit_events")[0][0]
+                    if after != audit_before:
+                        failures.append("%s %s as %s: a refused call changed the audit trail"
+                                        % (method, pattern, caller))
+        self.assertFalse(failures, "\n".join(failures))
+
+
+if __name__ == "__main__":
+    harness.main()
