@@ -26,15 +26,15 @@
 #define AUDIT_GENESIS_HASH "0000000000000000000000000000000000000000000000000000000000000000"
 
 struct audit_fields {
-    int64_t id;             /* event number, >= 1 */
-    const char *ts;         /* borrowed; UTC with microseconds */
-    const char *actor;      /* borrowed; "user:alice", "node:gpu-07", "system" */
-    const char *source;     /* borrowed; client address or "" */
-    const char *action;     /* borrowed; "job.submit", "auth.login", ... */
-    const char *target;     /* borrowed; "job:42", "" */
-    const char *outcome;    /* borrowed; "success" | "failure" | "denied" */
-    const json_t *details;  /* borrowed; a JSON object (NULL = {}) */
-    const char *prev_hash;  /* borrowed; 64 hex digits */
+    int64_t id;            /* event number, >= 1 */
+    const char *ts;        /* borrowed; UTC with microseconds */
+    const char *actor;     /* borrowed; "user:alice", "node:gpu-07", "system" */
+    const char *source;    /* borrowed; client address or "" */
+    const char *action;    /* borrowed; "job.submit", "auth.login", ... */
+    const char *target;    /* borrowed; "job:42", "" */
+    const char *outcome;   /* borrowed; "success" | "failure" | "denied" */
+    const json_t *details; /* borrowed; a JSON object (NULL = {}) */
+    const char *prev_hash; /* borrowed; 64 hex digits */
 };
 
 /*

@@ -9,21 +9,36 @@
 const char *rc_str(enum rc rc)
 {
     switch (rc) {
-    case RC_OK: return "ok";
-    case RC_EINVAL: return "invalid argument";
-    case RC_ENOMEM: return "out of memory";
-    case RC_ENOTFOUND: return "not found";
-    case RC_ECONFLICT: return "conflict";
-    case RC_EUNAVAIL: return "unavailable";
-    case RC_EINTERNAL: return "internal error";
-    case RC_EAUTH: return "unauthenticated";
-    case RC_EPERM: return "permission denied";
-    case RC_ETOOBIG: return "too large";
-    case RC_ERATE: return "rate limited";
-    case RC_ERETRY: return "retry";
-    case RC_EPOLICY: return "policy violation";
-    case RC_EMETHOD: return "method not allowed";
-    case RC_EMEDIATYPE: return "unsupported media type";
+    case RC_OK:
+        return "ok";
+    case RC_EINVAL:
+        return "invalid argument";
+    case RC_ENOMEM:
+        return "out of memory";
+    case RC_ENOTFOUND:
+        return "not found";
+    case RC_ECONFLICT:
+        return "conflict";
+    case RC_EUNAVAIL:
+        return "unavailable";
+    case RC_EINTERNAL:
+        return "internal error";
+    case RC_EAUTH:
+        return "unauthenticated";
+    case RC_EPERM:
+        return "permission denied";
+    case RC_ETOOBIG:
+        return "too large";
+    case RC_ERATE:
+        return "rate limited";
+    case RC_ERETRY:
+        return "retry";
+    case RC_EPOLICY:
+        return "policy violation";
+    case RC_EMETHOD:
+        return "method not allowed";
+    case RC_EMEDIATYPE:
+        return "unsupported media type";
     }
     return "unknown error";
 }
@@ -31,21 +46,36 @@ const char *rc_str(enum rc rc)
 const char *rc_api_code(enum rc rc)
 {
     switch (rc) {
-    case RC_OK: return "ok";
-    case RC_EINVAL: return "invalid_argument";
-    case RC_ENOMEM: return "internal";
-    case RC_ENOTFOUND: return "not_found";
-    case RC_ECONFLICT: return "conflict";
-    case RC_EUNAVAIL: return "unavailable";
-    case RC_EINTERNAL: return "internal";
-    case RC_EAUTH: return "unauthenticated";
-    case RC_EPERM: return "permission_denied";
-    case RC_ETOOBIG: return "too_large";
-    case RC_ERATE: return "rate_limited";
-    case RC_ERETRY: return "unavailable";
-    case RC_EPOLICY: return "policy_violation";
-    case RC_EMETHOD: return "method_not_allowed";
-    case RC_EMEDIATYPE: return "unsupported_media_type";
+    case RC_OK:
+        return "ok";
+    case RC_EINVAL:
+        return "invalid_argument";
+    case RC_ENOMEM:
+        return "internal";
+    case RC_ENOTFOUND:
+        return "not_found";
+    case RC_ECONFLICT:
+        return "conflict";
+    case RC_EUNAVAIL:
+        return "unavailable";
+    case RC_EINTERNAL:
+        return "internal";
+    case RC_EAUTH:
+        return "unauthenticated";
+    case RC_EPERM:
+        return "permission_denied";
+    case RC_ETOOBIG:
+        return "too_large";
+    case RC_ERATE:
+        return "rate_limited";
+    case RC_ERETRY:
+        return "unavailable";
+    case RC_EPOLICY:
+        return "policy_violation";
+    case RC_EMETHOD:
+        return "method_not_allowed";
+    case RC_EMEDIATYPE:
+        return "unsupported_media_type";
     }
     return "internal";
 }

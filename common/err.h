@@ -52,11 +52,11 @@ const char *rc_api_code(enum rc rc);
  * names (see CONVENTIONS.md "Errors").
  */
 struct err {
-    enum rc rc;         /* RC_OK while nothing went wrong */
-    char code[48];      /* API code; empty means rc_api_code(rc) */
-    char message[256];  /* what failed and why */
-    char detail[256];   /* optional: the bad value */
-    char field[96];     /* optional: the offending field path, "resources.gpus" */
+    enum rc rc;        /* RC_OK while nothing went wrong */
+    char code[48];     /* API code; empty means rc_api_code(rc) */
+    char message[256]; /* what failed and why */
+    char detail[256];  /* optional: the bad value */
+    char field[96];    /* optional: the offending field path, "resources.gpus" */
 };
 
 /* Reset e to "no error". */
@@ -66,8 +66,7 @@ void err_init(struct err *e);
  * Fill e (if not NULL) and return rc, so callers can `return err_set(...)`.
  * field may be NULL. The message is printf-formatted and truncated to fit.
  */
-enum rc err_set(struct err *e, enum rc rc, const char *field, const char *fmt, ...)
-    TY_PRINTF(4, 5);
+enum rc err_set(struct err *e, enum rc rc, const char *field, const char *fmt, ...) TY_PRINTF(4, 5);
 
 /* Set the optional detail text of e (printf-formatted); e may be NULL. */
 void err_detail(struct err *e, const char *fmt, ...) TY_PRINTF(2, 3);

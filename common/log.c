@@ -76,7 +76,8 @@ void log_write(enum log_level level, const char *comp, const char *msg, const ch
 
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
-    w = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s comp=%s msg=\"",
+    w = snprintf(line, sizeof(line),
+                 "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s comp=%s msg=\"",
                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                  (long)(tv.tv_usec / 1000), names[level], comp);
     n = w > 0 ? (size_t)w : 0;

@@ -75,8 +75,7 @@ enum rc api_user_create(struct srv_req *req)
             return RC_EINTERNAL;
         password = generated;
     }
-    if (crypto_password_hash(password, (unsigned)req->app->cfg->pbkdf2_iterations, pwhash) !=
-        RC_OK)
+    if (crypto_password_hash(password, (unsigned)req->app->cfg->pbkdf2_iterations, pwhash) != RC_OK)
         return RC_EINTERNAL;
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
@@ -158,8 +157,7 @@ enum rc api_user_update(struct srv_req *req)
     if (id == req->who.user_id && (disabled == 1 || (role && strcmp(role, "admin") != 0)))
         return srv_fail(req, RC_ECONFLICT, "", "admins cannot disable or demote themselves");
     if (password != NULL &&
-        crypto_password_hash(password, (unsigned)req->app->cfg->pbkdf2_iterations, pwhash) !=
-            RC_OK)
+        crypto_password_hash(password, (unsigned)req->app->cfg->pbkdf2_iterations, pwhash) != RC_OK)
         return RC_EINTERNAL;
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
@@ -229,9 +227,8 @@ enum rc api_team_create(struct srv_req *req)
     rc = db_team_create(req->db, name, quota < 0 ? 0 : quota, weight > 0 ? weight : 1.0, &row,
                         req->req_id);
     if (rc == RC_OK) {
-        d = json_pack("{s:s,s:O,s:O}", "name", name, "gpu_quota",
-                      json_object_get(row, "gpu_quota"), "priority_weight",
-                      json_object_get(row, "priority_weight"));
+        d = json_pack("{s:s,s:O,s:O}", "name", name, "gpu_quota", json_object_get(row, "gpu_quota"),
+                      "priority_weight", json_object_get(row, "priority_weight"));
         rc = audit_target(req, "team.create", "team", row, d);
         json_decref(d);
     }

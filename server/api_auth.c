@@ -23,8 +23,8 @@
 static const char dummy_hash[] =
     "pbkdf2-sha256$600000$dHJhaW55YXJkLWR1bW15IQ$_ngvfmxposZhQI0u9IKUkJ0gDuM4ao6yzRKNawe_PSg";
 
-static enum rc login_refused(struct srv_req *req, const char *username, const char *why,
-                             enum rc rc, const char *msg)
+static enum rc login_refused(struct srv_req *req, const char *username, const char *why, enum rc rc,
+                             const char *msg)
 {
     char target[96];
     json_t *details = json_pack("{s:s}", "reason", why);
@@ -80,8 +80,7 @@ enum rc api_login(struct srv_req *req)
     if (crypto_password_verify(password, pwhash) != RC_OK) {
         ratelimit_fail(rl, ukey, now);
         ratelimit_fail(al, akey, now);
-        return login_refused(req, username, "bad_password", RC_EAUTH,
-                             "wrong username or password");
+        return login_refused(req, username, "bad_password", RC_EAUTH, "wrong username or password");
     }
     ratelimit_reset(rl, ukey);
     if (crypto_random_token("tys_", 32, sid, sizeof(sid)) != RC_OK ||
@@ -119,8 +118,9 @@ enum rc api_logout(struct srv_req *req)
     enum rc rc;
 
     if (!req->who.via_cookie)
-        return srv_fail(req, RC_EINVAL, "", "logout ends a browser session; revoke API tokens "
-                                            "with DELETE /api/v1/tokens/{id}");
+        return srv_fail(req, RC_EINVAL, "",
+                        "logout ends a browser session; revoke API tokens "
+                        "with DELETE /api/v1/tokens/{id}");
     snprintf(target, sizeof(target), "user:%s", req->who.username);
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
@@ -173,10 +173,9 @@ enum rc api_token_create(struct srv_req *req)
     rc = db_token_create(req->db, req->who.user_id, name, h, has_exp ? expires : 0, &row,
                          req->req_id);
     if (rc == RC_OK) {
-        json_t *d = json_pack("{s:s,s:O}", "name", name, "expires_at",
-                              json_object_get(row, "expires_at"));
-        snprintf(target, sizeof(target), "token:%s",
-                 json_string_value(json_object_get(row, "id")));
+        json_t *d =
+            json_pack("{s:s,s:O}", "name", name, "expires_at", json_object_get(row, "expires_at"));
+        snprintf(target, sizeof(target), "token:%s", json_string_value(json_object_get(row, "id")));
         rc = audit_append_req(req, "token.create", target, "success", d);
         json_decref(d);
     }

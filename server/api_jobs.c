@@ -16,8 +16,8 @@
 #include "db_auth.h"
 #include "db_jobs.h"
 #include "db_users.h"
-#include "jobspec.h"
 #include "jobs_hooks.h"
+#include "jobspec.h"
 
 static enum rc job_visible(struct srv_req *req, int64_t team_id)
 {
@@ -118,8 +118,8 @@ enum rc api_job_list(struct srv_req *req)
     rc = db_job_list(req->db, &f, &rows, req->req_id);
     if (rc != RC_OK)
         return rc;
-    last = json_array_size(rows) == (size_t)f.limit ? json_array_get(rows, (size_t)f.limit - 1)
-                                                    : NULL;
+    last =
+        json_array_size(rows) == (size_t)f.limit ? json_array_get(rows, (size_t)f.limit - 1) : NULL;
     return srv_reply(req, 200,
                      json_pack("{s:o,s:O}", "jobs", rows, "next_cursor",
                                last ? json_object_get(last, "id") : json_null()));
@@ -180,8 +180,8 @@ enum rc api_job_cancel(struct srv_req *req)
     json_t *row = NULL;
     enum rc rc;
 
-    if (req->body != NULL && (rc = api_body_object(req, (const char *const[]){"reason", NULL})) !=
-                                 RC_OK)
+    if (req->body != NULL &&
+        (rc = api_body_object(req, (const char *const[]){"reason", NULL})) != RC_OK)
         return rc;
     if (req->who.role == SRV_ROLE_AUDITOR)
         return srv_fail(req, RC_EPERM, "", "auditors can read jobs but not change them");

@@ -64,12 +64,11 @@ enum rc api_audit_events(struct srv_req *req)
     if ((action && strlen(action) > 64) || (actor && strlen(actor) > 128) ||
         (target && strlen(target) > 128))
         return srv_fail(req, RC_EINVAL, "", "filter value is too long");
-    rc = audit_list(req->db, action, actor, target, since, until, cursor[0] ? cursor : NULL,
-                    limit, &rows, req->req_id);
+    rc = audit_list(req->db, action, actor, target, since, until, cursor[0] ? cursor : NULL, limit,
+                    &rows, req->req_id);
     if (rc != RC_OK)
         return rc;
-    last = json_array_size(rows) == (size_t)limit ? json_array_get(rows, (size_t)limit - 1)
-                                                  : NULL;
+    last = json_array_size(rows) == (size_t)limit ? json_array_get(rows, (size_t)limit - 1) : NULL;
     return srv_reply(req, 200,
                      json_pack("{s:o,s:O}", "events", rows, "next_cursor",
                                last ? json_object_get(last, "id") : json_null()));

@@ -17,7 +17,8 @@ enum rc api_body_object(struct srv_req *req, const char *const *allowed)
 
     if (req->body == NULL || !json_is_object(req->body))
         return srv_fail(req, RC_EINVAL, "", "the body must be a JSON object");
-    json_object_foreach(req->body, key, val) {
+    json_object_foreach(req->body, key, val)
+    {
         int ok = 0;
         for (const char *const *a = allowed; *a != NULL && !ok; a++)
             ok = strcmp(*a, key) == 0;
@@ -48,8 +49,8 @@ enum rc api_opt_string(struct srv_req *req, const char *key, size_t min_len, siz
     return RC_OK;
 }
 
-enum rc api_opt_int(struct srv_req *req, const char *key, int64_t lo, int64_t hi,
-                    int64_t *out, int *present)
+enum rc api_opt_int(struct srv_req *req, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                    int *present)
 {
     json_t *v = json_object_get(req->body, key);
 

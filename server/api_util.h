@@ -27,8 +27,8 @@ enum rc api_opt_string(struct srv_req *req, const char *key, size_t min_len, siz
                        const char **out) TY_WUR;
 
 /* Optional integer member in [lo, hi]; *present set to 1 when given. */
-enum rc api_opt_int(struct srv_req *req, const char *key, int64_t lo, int64_t hi,
-                    int64_t *out, int *present) TY_WUR;
+enum rc api_opt_int(struct srv_req *req, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                    int *present) TY_WUR;
 
 /* Route capture i as a positive id; RC_ENOTFOUND when not one. */
 enum rc api_param_id(struct srv_req *req, int i, int64_t *out, const char *what) TY_WUR;

@@ -18,17 +18,17 @@ struct MHD_Daemon;
 struct waiters;
 
 struct srv_app {
-    const struct srv_config *cfg;   /* borrowed from main */
-    struct db *db;                  /* owned by main */
-    struct ratelimit *login_limit;  /* per username; owned by main */
-    struct ratelimit *addr_limit;   /* per source address (5x looser: NAT); owned by main */
-    struct waiters *waiters;        /* long-poll waiters; owned by main */
-    struct MHD_Daemon *daemon;      /* owned by http.c */
+    const struct srv_config *cfg;  /* borrowed from main */
+    struct db *db;                 /* owned by main */
+    struct ratelimit *login_limit; /* per username; owned by main */
+    struct ratelimit *addr_limit;  /* per source address (5x looser: NAT); owned by main */
+    struct waiters *waiters;       /* long-poll waiters; owned by main */
+    struct MHD_Daemon *daemon;     /* owned by http.c */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;
     int wake_pending;
-    volatile int stopping;          /* set once at shutdown */
+    volatile int stopping; /* set once at shutdown */
 };
 
 /* Ask the scheduler thread for a pass soon. Thread-safe. */

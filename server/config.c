@@ -26,9 +26,19 @@ struct opt {
     const char *help;
 };
 
-#define S(k, h) {#k, OPT_STR, offsetof(struct srv_config, k), sizeof(((struct srv_config *)0)->k), 0, 0, 0, h}
-#define I(k, lo, hi, h) {#k, OPT_INT, offsetof(struct srv_config, k), 0, lo, hi, 0, h}
-#define B(k, h) {#k, OPT_BOOL, offsetof(struct srv_config, k), 0, 0, 1, 0, h}
+#define S(k, h)                                                                                    \
+    {                                                                                              \
+#k, OPT_STR, offsetof(struct srv_config, k), sizeof(((struct srv_config *)0)->k), 0, 0, 0, \
+            h                                                                                      \
+    }
+#define I(k, lo, hi, h)                                                                            \
+    {                                                                                              \
+#k, OPT_INT, offsetof(struct srv_config, k), 0, lo, hi, 0, h                               \
+    }
+#define B(k, h)                                                                                    \
+    {                                                                                              \
+#k, OPT_BOOL, offsetof(struct srv_config, k), 0, 0, 1, 0, h                                \
+    }
 
 static const struct opt opts[] = {
     S(listen, "address and port to listen on"),
@@ -117,8 +127,9 @@ static enum rc set_opt(struct srv_config *cfg, const struct opt *o, const char *
         errno = 0;
         v = strtol(val, &end, 10);
         if (errno != 0 || end == val || *end != '\0' || v < o->min || v > o->max)
-            return err_set(e, RC_EINVAL, o->key, "%s must be an integer from %ld to %ld, got \"%s\" (from %s)",
-                           o->key, o->min, o->max, val, origin);
+            return err_set(e, RC_EINVAL, o->key,
+                           "%s must be an integer from %ld to %ld, got \"%s\" (from %s)", o->key,
+                           o->min, o->max, val, origin);
         int iv = (int)v;
         memcpy(base, &iv, sizeof(iv));
     }

@@ -209,8 +209,8 @@ enum rc db_result_rc(const PGresult *res, const char *req_id)
         return RC_EUNAVAIL;
     if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0)
         return RC_EINVAL;
-    LOG_ERROR("db", "statement failed", "req_id=%s sqlstate=%s error=\"%s\"",
-              req_id ? req_id : "-", state, PQresultErrorMessage(res));
+    LOG_ERROR("db", "statement failed", "req_id=%s sqlstate=%s error=\"%s\"", req_id ? req_id : "-",
+              state, PQresultErrorMessage(res));
     return RC_EINTERNAL;
 }
 
@@ -294,8 +294,8 @@ static enum rc apply_migration(PGconn *c, const struct ty_embedded *m, int versi
     rc = db_result_rc(r, NULL);
     PQclear(r);
     if (rc == RC_OK)
-        rc = db_exec_ok(c, NULL, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                        2, params);
+        rc = db_exec_ok(c, NULL, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2,
+                        params);
     if (rc == RC_OK)
         rc = db_commit(c);
     else

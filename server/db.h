@@ -80,7 +80,6 @@ int db_schema_version_known(void);
 /* Parse a base-10 int64 column value; RC_EINVAL if it is not one. */
 enum rc db_parse_i64(const char *s, int64_t *out) TY_WUR;
 
-
 /*
  * One result row as a JSON object (new reference, NULL on ENOMEM): columns
  * named "id" or ending in "_id" become strings, other integers numbers,

@@ -63,9 +63,17 @@ enum rc audit_append(PGconn *conn, const struct audit_event *ev, const char *req
     }
     snprintf(idbuf, sizeof(idbuf), "%lld", (long long)(seq + 1));
     {
-        const char *p[] = {idbuf,      ts,         ts,     ev->actor ? ev->actor : "",
-                           ev->source ? ev->source : "", ev->action, ev->target ? ev->target : "",
-                           ev->outcome, details,   prev,   hash};
+        const char *p[] = {idbuf,
+                           ts,
+                           ts,
+                           ev->actor ? ev->actor : "",
+                           ev->source ? ev->source : "",
+                           ev->action,
+                           ev->target ? ev->target : "",
+                           ev->outcome,
+                           details,
+                           prev,
+                           hash};
         rc = db_exec_ok(conn, req_id,
                         "INSERT INTO audit_events (id, ts, ts_text, actor, source, action, target, "
                         "outcome, details, prev_hash, hash) VALUES ($1, $2::timestamptz, $3, $4, "
@@ -131,15 +139,16 @@ enum rc audit_list(PGconn *conn, const char *action, const char *actor, const ch
     p[4] = until;
     p[5] = before_id;
     p[6] = lim;
-    res = db_exec(conn,
-                  "SELECT id, ts_text AS ts, actor, source, action, target, outcome, "
-                  "details::jsonb AS details, prev_hash, hash FROM audit_events "
-                  "WHERE ($1::text IS NULL OR action = $1 OR (right($1, 1) = '.' AND "
-                  "starts_with(action, $1))) AND ($2::text IS NULL OR actor = $2) "
-                  "AND ($3::text IS NULL OR target = $3) "
-                  "AND ($4::timestamptz IS NULL OR ts >= $4) AND ($5::timestamptz IS NULL OR ts < $5) "
-                  "AND ($6::bigint IS NULL OR id < $6) ORDER BY id DESC LIMIT $7",
-                  7, p);
+    res = db_exec(
+        conn,
+        "SELECT id, ts_text AS ts, actor, source, action, target, outcome, "
+        "details::jsonb AS details, prev_hash, hash FROM audit_events "
+        "WHERE ($1::text IS NULL OR action = $1 OR (right($1, 1) = '.' AND "
+        "starts_with(action, $1))) AND ($2::text IS NULL OR actor = $2) "
+        "AND ($3::text IS NULL OR target = $3) "
+        "AND ($4::timestamptz IS NULL OR ts >= $4) AND ($5::timestamptz IS NULL OR ts < $5) "
+        "AND ($6::bigint IS NULL OR id < $6) ORDER BY id DESC LIMIT $7",
+        7, p);
     rc = db_result_rc(res, req_id);
     if (rc == RC_OK) {
         arr = json_array();

@@ -26,10 +26,14 @@ enum srv_role auth_role_parse(const char *s)
 const char *auth_role_name(enum srv_role role)
 {
     switch (role) {
-    case SRV_ROLE_ADMIN: return "admin";
-    case SRV_ROLE_AUDITOR: return "auditor";
-    case SRV_ROLE_MEMBER: return "member";
-    case SRV_ROLE_NONE: break;
+    case SRV_ROLE_ADMIN:
+        return "admin";
+    case SRV_ROLE_AUDITOR:
+        return "auditor";
+    case SRV_ROLE_MEMBER:
+        return "member";
+    case SRV_ROLE_NONE:
+        break;
     }
     return "none";
 }
@@ -198,8 +202,8 @@ enum rc auth_user_for_login(PGconn *conn, const char *username, int64_t *user_id
     return rc;
 }
 
-enum rc auth_session_create(PGconn *conn, int64_t user_id, const char *token_hash,
-                            const char *csrf, int ttl_s, const char *req_id)
+enum rc auth_session_create(PGconn *conn, int64_t user_id, const char *token_hash, const char *csrf,
+                            int ttl_s, const char *req_id)
 {
     char uid[32], ttl[32];
     const char *p[4] = {token_hash, uid, csrf, ttl};

@@ -43,8 +43,8 @@ enum rc auth_user_for_login(PGconn *conn, const char *username, int64_t *user_id
                             const char *req_id) TY_WUR;
 
 /* Insert a session in the open transaction. */
-enum rc auth_session_create(PGconn *conn, int64_t user_id, const char *token_hash,
-                            const char *csrf, int ttl_s, const char *req_id) TY_WUR;
+enum rc auth_session_create(PGconn *conn, int64_t user_id, const char *token_hash, const char *csrf,
+                            int ttl_s, const char *req_id) TY_WUR;
 
 /* Delete a session by hash in the open transaction. */
 enum rc auth_session_delete(PGconn *conn, const char *token_hash, const char *req_id) TY_WUR;

@@ -10,8 +10,9 @@
 #include "db.h"
 #include "db_audit.h"
 
-static const char *const job_states[] = {"QUEUED",  "PLACED",    "STARTING", "RUNNING",
-                                         "RESTARTING", "SUCCEEDED", "FAILED", "CANCELLED", NULL};
+static const char *const job_states[] = {"QUEUED",  "PLACED",     "STARTING",
+                                         "RUNNING", "RESTARTING", "SUCCEEDED",
+                                         "FAILED",  "CANCELLED",  NULL};
 
 int db_job_state_valid(const char *s)
 {
@@ -27,9 +28,9 @@ int db_job_state_terminal(const char *s)
 }
 
 #define JOB_LIST_COLS                                                                              \
-    "j.id, j.name, j.team_id, t.name AS team, j.user_id, u.username AS user, j.state, "           \
-    "CASE j.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END AS priority, "        \
-    "j.gpus, j.gpus_per_node, j.restarts, j.max_restarts, j.attempt, j.reason, j.time_limit_s, "  \
+    "j.id, j.name, j.team_id, t.name AS team, j.user_id, u.username AS user, j.state, "            \
+    "CASE j.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END AS priority, "         \
+    "j.gpus, j.gpus_per_node, j.restarts, j.max_restarts, j.attempt, j.reason, j.time_limit_s, "   \
     "j.created_at, j.updated_at, j.started_at, j.finished_at"
 #define JOB_FROM " FROM jobs j JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
 
@@ -122,9 +123,9 @@ enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id)
 {
     char ids[24];
     const char *p[] = {i64s(id, ids, sizeof(ids))};
-    return rows_json(db_exec(c, "SELECT " JOB_LIST_COLS ", j.spec" JOB_FROM " WHERE j.id = $1", 1,
-                             p),
-                     1, out, req_id);
+    return rows_json(
+        db_exec(c, "SELECT " JOB_LIST_COLS ", j.spec" JOB_FROM " WHERE j.id = $1", 1, p), 1, out,
+        req_id);
 }
 
 enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *state,
@@ -151,7 +152,8 @@ enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *st
 enum rc db_job_list(PGconn *c, const struct db_job_filter *f, json_t **out, const char *req_id)
 {
     char mem[24], lim[16];
-    const char *p[] = {f->state, f->team, f->user, f->member_of > 0 ? i64s(f->member_of, mem, sizeof(mem)) : NULL,
+    const char *p[] = {f->state,  f->team,
+                       f->user,   f->member_of > 0 ? i64s(f->member_of, mem, sizeof(mem)) : NULL,
                        f->cursor, i64s(f->limit, lim, sizeof(lim))};
     return rows_json(
         db_exec(c,
@@ -217,7 +219,7 @@ enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const 
         struct audit_event ev;
         snprintf(target, sizeof(target), "job:%s", ids);
         details = json_pack("{s:s,s:s,s:s}", "from", old, "to", to, "reason", reason ? reason : "");
-        ev = (struct audit_event){actor, source ? source : "", "job.state", target, "success",
+        ev = (struct audit_event){actor,  source ? source : "", "job.state", target, "success",
                                   details};
         rc = audit_append(c, &ev, req_id);
         json_decref(details);

@@ -39,12 +39,12 @@ enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *st
                      size_t state_size, const char *req_id) TY_WUR;
 
 struct db_job_filter {
-    const char *state;   /* or NULL */
-    const char *team;    /* team name or NULL */
-    const char *user;    /* username or NULL */
-    int64_t member_of;   /* only teams this user belongs to; 0 = all */
-    const char *cursor;  /* id bound (exclusive) or NULL */
-    int limit;           /* 1..500 */
+    const char *state;  /* or NULL */
+    const char *team;   /* team name or NULL */
+    const char *user;   /* username or NULL */
+    int64_t member_of;  /* only teams this user belongs to; 0 = all */
+    const char *cursor; /* id bound (exclusive) or NULL */
+    int limit;          /* 1..500 */
 };
 
 /* A page of jobs, newest first, without specs. */

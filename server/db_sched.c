@@ -92,14 +92,16 @@ static enum rc read_nodes(PGconn *c, struct db_sched_snapshot *s)
         nd->ngpus = ngpus > SCHED_MAX_GPUS_PER_NODE ? SCHED_MAX_GPUS_PER_NODE : (int)ngpus;
         nd->free_mask = (nd->ngpus == 64 ? ~0ULL : ((1ULL << nd->ngpus) - 1)) &
                         ~parse_index_list(PQgetvalue(r, i, 7));
-        json_array_foreach(peers, k, pair) {
+        json_array_foreach(peers, k, pair)
+        {
             json_int_t g = json_integer_value(json_array_get(pair, 0));
             json_t *list = json_array_get(pair, 1);
             size_t m;
             json_t *p;
             if (g < 0 || g >= SCHED_MAX_GPUS_PER_NODE)
                 continue;
-            json_array_foreach(list, m, p) {
+            json_array_foreach(list, m, p)
+            {
                 json_int_t q = json_integer_value(p);
                 if (q >= 0 && q < SCHED_MAX_GPUS_PER_NODE)
                     nd->nvlink_peers[g] |= 1ULL << q;
@@ -115,7 +117,8 @@ static enum rc read_nodes(PGconn *c, struct db_sched_snapshot *s)
 
 static enum rc read_teams(PGconn *c, struct db_sched_snapshot *s)
 {
-    PGresult *r = db_exec(c, "SELECT id, gpu_quota, priority_weight FROM teams ORDER BY id", 0, NULL);
+    PGresult *r =
+        db_exec(c, "SELECT id, gpu_quota, priority_weight FROM teams ORDER BY id", 0, NULL);
     enum rc rc = db_result_rc(r, "sched");
     int n = rc == RC_OK ? PQntuples(r) : 0;
 
@@ -271,12 +274,12 @@ static void touch(int64_t node, int64_t *nodes, size_t max, size_t *n)
 
 /* Write one placement: job -> PLACED, a new attempt, its allocations. */
 static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
-                         const struct sched_placement *p, int *placed, int64_t *nodes,
-                         size_t max, size_t *nnodes)
+                         const struct sched_placement *p, int *placed, int64_t *nodes, size_t max,
+                         size_t *nnodes)
 {
     static const char *const from[] = {"QUEUED", "RESTARTING", NULL};
-    char job[24], attempt[16], attempt_id[24], port[16], reason[256], node[24], rank[16],
-        start[16], gpus[256];
+    char job[24], attempt[16], attempt_id[24], port[16], reason[256], node[24], rank[16], start[16],
+        gpus[256];
     const char *name0 = "", *addr0 = node_addr(s, p->allocs[0].node_id, &name0);
     PGresult *r;
     enum rc rc;
@@ -362,8 +365,7 @@ enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
     for (size_t i = 0; rc == RC_OK && i < d->npreemptions; i++) {
         const struct sched_preemption *pe = &d->preemptions[i];
         char reason[128];
-        snprintf(reason, sizeof(reason), "preempted for job %lld (%s)",
-                 (long long)pe->for_job_id,
+        snprintf(reason, sizeof(reason), "preempted for job %lld (%s)", (long long)pe->for_job_id,
                  pe->reason == SCHED_PREEMPT_QUOTA ? "team quota" : "least attained service");
         rc = db_job_transition(c, pe->job_id, running, "RESTARTING", reason, SCHED_ACTOR, "",
                                "sched");

@@ -25,10 +25,10 @@ struct db_sched_snapshot {
     struct sched_running *running;
     struct sched_alloc *allocs; /* the running jobs' allocations */
     struct sched_job *jobs;
-    char **strings;             /* names and labels the nodes point into */
+    char **strings; /* names and labels the nodes point into */
     size_t nstrings;
-    char (*node_addr)[64];      /* per node: its address, for the rendezvous */
-    int64_t now_ms;             /* database clock, ms since the epoch */
+    char (*node_addr)[64]; /* per node: its address, for the rendezvous */
+    int64_t now_ms;        /* database clock, ms since the epoch */
 };
 
 /* Read nodes, teams, running and queued jobs. */

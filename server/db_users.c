@@ -41,8 +41,8 @@ static const char *i64s(int64_t v, char *buf, size_t n)
     return buf;
 }
 
-enum rc db_user_create(PGconn *c, const char *username, const char *display_name,
-                       const char *role, const char *pwhash, json_t **out, const char *req_id)
+enum rc db_user_create(PGconn *c, const char *username, const char *display_name, const char *role,
+                       const char *pwhash, json_t **out, const char *req_id)
 {
     const char *p[] = {username, display_name ? display_name : "", role, pwhash};
     return query_json(c,
@@ -146,8 +146,7 @@ enum rc db_team_list(PGconn *c, int64_t member_of, json_t **out, const char *req
                       1, p, 0, out, req_id);
 }
 
-enum rc db_membership_set(PGconn *c, int64_t team_id, int64_t user_id, int add,
-                          const char *req_id)
+enum rc db_membership_set(PGconn *c, int64_t team_id, int64_t user_id, int add, const char *req_id)
 {
     char t[24], u[24];
     const char *p[] = {i64s(team_id, t, sizeof(t)), i64s(user_id, u, sizeof(u))};
@@ -155,8 +154,8 @@ enum rc db_membership_set(PGconn *c, int64_t team_id, int64_t user_id, int add,
     enum rc rc;
 
     if (add)
-        return db_exec_ok(c, req_id,
-                          "INSERT INTO memberships (team_id, user_id) VALUES ($1, $2)", 2, p);
+        return db_exec_ok(c, req_id, "INSERT INTO memberships (team_id, user_id) VALUES ($1, $2)",
+                          2, p);
     res = db_exec(c, "DELETE FROM memberships WHERE team_id = $1 AND user_id = $2", 2, p);
     rc = db_result_rc(res, req_id);
     if (rc == RC_OK && strcmp(PQcmdTuples(res), "0") == 0)
@@ -216,7 +215,6 @@ enum rc db_token_revoke(PGconn *c, int64_t id, int64_t owner_id, const char *req
         rc = RC_ECONFLICT;
     PQclear(res);
     if (rc == RC_OK)
-        rc = db_exec_ok(c, req_id, "UPDATE api_tokens SET revoked_at = now() WHERE id = $1", 1,
-                        p);
+        rc = db_exec_ok(c, req_id, "UPDATE api_tokens SET revoked_at = now() WHERE id = $1", 1, p);
     return rc;
 }

@@ -17,9 +17,8 @@
 #include "err.h"
 
 /* Insert a user; *out is the new row as JSON (without the hash). */
-enum rc db_user_create(PGconn *c, const char *username, const char *display_name,
-                       const char *role, const char *pwhash, json_t **out,
-                       const char *req_id) TY_WUR;
+enum rc db_user_create(PGconn *c, const char *username, const char *display_name, const char *role,
+                       const char *pwhash, json_t **out, const char *req_id) TY_WUR;
 
 /* Update the given fields (NULL = unchanged; disabled -1 = unchanged). */
 enum rc db_user_update(PGconn *c, int64_t id, const char *display_name, const char *role,

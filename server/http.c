@@ -34,10 +34,10 @@
 
 struct http_ctx {
     struct srv_req req;
-    char *body;      /* owned; collected upload, NUL-terminated */
+    char *body; /* owned; collected upload, NUL-terminated */
     size_t body_len;
-    int too_big;     /* the body passed the limit: answer 413 */
-    int resumed;     /* called again after a suspend */
+    int too_big; /* the body passed the limit: answer 413 */
+    int resumed; /* called again after a suspend */
 };
 
 static atomic_int g_inflight;
@@ -58,21 +58,36 @@ int64_t srv_now_ms(void)
 int srv_http_status(enum rc rc)
 {
     switch (rc) {
-    case RC_OK: return 200;
-    case RC_EINVAL: return 400;
-    case RC_EAUTH: return 401;
-    case RC_EPERM: return 403;
-    case RC_EPOLICY: return 403;
-    case RC_ENOTFOUND: return 404;
-    case RC_EMETHOD: return 405;
-    case RC_ECONFLICT: return 409;
-    case RC_ETOOBIG: return 413;
-    case RC_EMEDIATYPE: return 415;
-    case RC_ERATE: return 429;
-    case RC_EUNAVAIL: return 503;
-    case RC_ERETRY: return 503;
-    case RC_ENOMEM: return 500;
-    case RC_EINTERNAL: return 500;
+    case RC_OK:
+        return 200;
+    case RC_EINVAL:
+        return 400;
+    case RC_EAUTH:
+        return 401;
+    case RC_EPERM:
+        return 403;
+    case RC_EPOLICY:
+        return 403;
+    case RC_ENOTFOUND:
+        return 404;
+    case RC_EMETHOD:
+        return 405;
+    case RC_ECONFLICT:
+        return 409;
+    case RC_ETOOBIG:
+        return 413;
+    case RC_EMEDIATYPE:
+        return 415;
+    case RC_ERATE:
+        return 429;
+    case RC_EUNAVAIL:
+        return 503;
+    case RC_ERETRY:
+        return 503;
+    case RC_ENOMEM:
+        return 500;
+    case RC_EINTERNAL:
+        return 500;
     }
     return 500;
 }
@@ -224,10 +239,14 @@ static const char *content_type_for(const char *path)
     const char *dot = strrchr(path, '.');
     static const struct {
         const char *ext, *type;
-    } types[] = {{".html", "text/html; charset=utf-8"},  {".js", "text/javascript; charset=utf-8"},
-                 {".css", "text/css; charset=utf-8"},    {".json", "application/json"},
-                 {".svg", "image/svg+xml"},              {".png", "image/png"},
-                 {".ico", "image/x-icon"},               {".woff2", "font/woff2"}};
+    } types[] = {{".html", "text/html; charset=utf-8"},
+                 {".js", "text/javascript; charset=utf-8"},
+                 {".css", "text/css; charset=utf-8"},
+                 {".json", "application/json"},
+                 {".svg", "image/svg+xml"},
+                 {".png", "image/png"},
+                 {".ico", "image/x-icon"},
+                 {".woff2", "font/woff2"}};
 
     for (size_t i = 0; dot != NULL && i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(dot, types[i].ext) == 0)
@@ -445,9 +464,8 @@ void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     struct srv_app *app = cls;
     struct http_ctx *ctx = *con_cls;
@@ -571,12 +589,12 @@ enum rc http_start(struct srv_app *app)
         LOG_ERROR("http", "listen host must be an IP address", "listen=\"%s\"", app->cfg->listen);
         return RC_EINVAL;
     }
-    app->daemon = MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, on_request, app, MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg->http_threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_END);
+    app->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, app,
+                                   MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE,
+                                   (unsigned)app->cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED,
+                                   on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                                   MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
     if (app->daemon == NULL) {
         LOG_ERROR("http", "cannot listen", "listen=\"%s\"", app->cfg->listen);
         return RC_EUNAVAIL;

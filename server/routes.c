@@ -7,7 +7,10 @@
 #include "api.h"
 #include "srv.h"
 
-#define R(m, p, a, h) {m, p, a, (void *)h}
+#define R(m, p, a, h)                                                                              \
+    {                                                                                              \
+        m, p, a, (void *)h                                                                         \
+    }
 
 static const struct router_route table[] = {
     R("GET", "/healthz", SRV_AUTH_NONE, api_healthz),

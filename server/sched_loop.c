@@ -50,14 +50,14 @@ static void one_pass(struct sched_loop *loop, PGconn *c)
     if (rc == RC_OK)
         rc = sched_plan(loop->policy, &snap.cluster, &snap.queue, snap.now_ms, &loop->decisions);
     if (rc == RC_OK && (loop->decisions.nplacements > 0 || loop->decisions.npreemptions > 0))
-        rc = db_sched_apply(c, &snap, &loop->decisions, &placed, loop->touched,
-                            SCHED_MAX_TOUCHED, &ntouched);
+        rc = db_sched_apply(c, &snap, &loop->decisions, &placed, loop->touched, SCHED_MAX_TOUCHED,
+                            &ntouched);
     if (rc != RC_OK)
         LOG_WARN("sched", "pass failed", "rc=%s", rc_str(rc));
     else if (placed > 0 || loop->decisions.npreemptions > 0)
         LOG_INFO("sched", "pass", "queued=%zu placed=%d preempted=%zu blocked=%zu duration_us=%lld",
-                 snap.queue.njobs, placed, loop->decisions.npreemptions,
-                 loop->decisions.nblocked, (long long)(srv_mono_us() - t0));
+                 snap.queue.njobs, placed, loop->decisions.npreemptions, loop->decisions.nblocked,
+                 (long long)(srv_mono_us() - t0));
     for (size_t i = 0; i < ntouched; i++)
         waiters_notify(loop->app->waiters, loop->touched[i]);
     db_sched_snapshot_free(&snap);
@@ -100,8 +100,7 @@ static void *loop_main(void *arg)
         if (!leader) {
             leader = try_lead(c);
             if (leader)
-                LOG_INFO("sched", "this replica leads scheduling", "policy=%s",
-                         loop->policy->name);
+                LOG_INFO("sched", "this replica leads scheduling", "policy=%s", loop->policy->name);
         }
         if (leader)
             one_pass(loop, c);

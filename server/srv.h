@@ -36,45 +36,45 @@ enum srv_auth {
 enum srv_role { SRV_ROLE_NONE = 0, SRV_ROLE_MEMBER, SRV_ROLE_AUDITOR, SRV_ROLE_ADMIN };
 
 struct srv_principal {
-    int authenticated;   /* 1 once a credential checked out */
-    int via_cookie;      /* authenticated by session cookie: CSRF applies */
-    int64_t user_id;     /* users.id, 0 for nodes */
-    enum srv_role role;  /* the user's role */
-    char username[64];   /* for audit actor strings */
-    char csrf[64];       /* the session's CSRF token (cookie sessions) */
+    int authenticated;     /* 1 once a credential checked out */
+    int via_cookie;        /* authenticated by session cookie: CSRF applies */
+    int64_t user_id;       /* users.id, 0 for nodes */
+    enum srv_role role;    /* the user's role */
+    char username[64];     /* for audit actor strings */
+    char csrf[64];         /* the session's CSRF token (cookie sessions) */
     char session_hash[65]; /* sessions.token_hash (cookie sessions) */
-    int64_t token_id;    /* api_tokens.id when authenticated by token */
-    int64_t node_id;     /* nodes.id for agent credentials */
-    char node_name[64];  /* node name for agent credentials */
+    int64_t token_id;      /* api_tokens.id when authenticated by token */
+    int64_t node_id;       /* nodes.id for agent credentials */
+    char node_name[64];    /* node name for agent credentials */
 };
 
 struct srv_req {
-    struct srv_app *app;           /* borrowed; server-wide state */
-    struct MHD_Connection *conn;   /* borrowed; libmicrohttpd's connection */
-    char method[8];                /* "GET", ... */
-    char path[2049];               /* URL path without the query */
-    char req_id[24];               /* "r-1a2b3c4d" */
-    char client_addr[64];          /* peer address */
-    char params[4][129];           /* route captures, in pattern order */
+    struct srv_app *app;         /* borrowed; server-wide state */
+    struct MHD_Connection *conn; /* borrowed; libmicrohttpd's connection */
+    char method[8];              /* "GET", ... */
+    char path[2049];             /* URL path without the query */
+    char req_id[24];             /* "r-1a2b3c4d" */
+    char client_addr[64];        /* peer address */
+    char params[4][129];         /* route captures, in pattern order */
     int nparams;
-    json_t *body;                  /* owned; parsed JSON body or NULL */
-    struct srv_principal who;      /* the caller */
-    PGconn *db;                    /* checked out lazily by srv_db() */
-    int status;                    /* HTTP status of the answer */
-    json_t *resp;                  /* owned; JSON answer */
-    char *resp_raw;                /* owned; non-JSON answer (with resp_ctype) */
+    json_t *body;             /* owned; parsed JSON body or NULL */
+    struct srv_principal who; /* the caller */
+    PGconn *db;               /* checked out lazily by srv_db() */
+    int status;               /* HTTP status of the answer */
+    json_t *resp;             /* owned; JSON answer */
+    char *resp_raw;           /* owned; non-JSON answer (with resp_ctype) */
     size_t resp_raw_len;
-    const char *resp_ctype;        /* static string */
-    char *set_cookie;              /* owned; Set-Cookie value, if any */
-    struct err err;                /* filled when a handler fails */
-    int64_t start_us;              /* monotonic start, for the access log */
+    const char *resp_ctype; /* static string */
+    char *set_cookie;       /* owned; Set-Cookie value, if any */
+    struct err err;         /* filled when a handler fails */
+    int64_t start_us;       /* monotonic start, for the access log */
     /* Long-poll: a handler may suspend the request (see srv_suspend). */
     int suspended;
     enum rc (*resume_fn)(struct srv_req *req); /* called when resumed */
-    void *poll_state;              /* owned by the handler that suspended */
+    void *poll_state;                          /* owned by the handler that suspended */
     void (*poll_state_free)(void *);
-    int64_t poll_deadline_ms;      /* monotonic deadline of the wait */
-    struct srv_req *poll_next;     /* link in the waiters list (waiters.c) */
+    int64_t poll_deadline_ms;  /* monotonic deadline of the wait */
+    struct srv_req *poll_next; /* link in the waiters list (waiters.c) */
 };
 
 /* A route handler. Returns RC_OK after setting status/resp, or an error rc

@@ -1,0 +1,249 @@
+/*
+ * test_wrk_assign.c - assignment validation and the argv/env of every launch
+ * mode (docs/agent-protocol.md, "Environment of each rank").
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "assign.h"
+
+#define BASE                                                                                       \
+    "{\"attempt_id\":\"31\",\"job_id\":\"7\",\"attempt\":2,\"launcher\":\"%s\","                   \
+    "\"command\":[\"/usr/bin/python3\",\"examples/ddp_mlp.py\",\"--steps\",\"200\"],"              \
+    "\"env\":{\"USER_VAR\":\"x\",\"http_proxy\":\"http://"                                         \
+    "p\",\"HTTPS_PROXY\":\"p\",\"RANK\":\"99\"},"                                                  \
+    "\"node_rank\":1,\"nnodes\":2,\"world_size\":4,\"local_world_size\":2,"                        \
+    "\"master_addr\":\"10.0.0.7\",\"master_port\":29500,"                                          \
+    "\"ranks\":[{\"rank\":2,\"local_rank\":0,\"gpu_indices\":[0]},"                                \
+    "{\"rank\":3,\"local_rank\":1,\"gpu_indices\":[1,2]}],"                                        \
+    "\"work_dir\":\"/srv/trainyard/jobs/7\",\"checkpoint_dir\":\"/srv/trainyard/ckpt/7\","         \
+    "\"resume_from\":\"/srv/trainyard/ckpt/7/step-120.pt\",\"time_limit_s\":3600,\"grace_s\":5,"   \
+    "\"nccl_env\":{\"NCCL_IB_DISABLE\":\"1\"}%s}"
+
+static struct wrk_assignment *parse_ok(const char *launcher, const char *extra)
+{
+    char buf[4096];
+    json_error_t je;
+    json_t *o;
+    struct wrk_assignment *a = NULL;
+    struct err e;
+
+    err_init(&e);
+    snprintf(buf, sizeof(buf), BASE, launcher, extra);
+    o = json_loads(buf, 0, &je);
+    assert_non_null(o);
+    assert_int_equal(wrk_assignment_parse(o, &a, NULL, &e), RC_OK);
+    json_decref(o);
+    return a;
+}
+
+static const char *env_get(char **envp, const char *k)
+{
+    size_t n = strlen(k);
+    for (size_t i = 0; envp[i] != NULL; i++)
+        if (strncmp(envp[i], k, n) == 0 && envp[i][n] == '=')
+            return envp[i] + n + 1;
+    return NULL;
+}
+
+static size_t count(char **v)
+{
+    size_t n = 0;
+    while (v[n] != NULL)
+        n++;
+    return n;
+}
+
+static const struct wrk_plan_opts OPTS = {
+    .path = "/usr/bin:/bin",
+    .home = "/home/u",
+    .lang = "C.UTF-8",
+    .pythonpath = NULL,
+    .hostname = "10.0.0.8",
+    .ds_config_path = "/srv/trainyard/jobs/7/ds_config.json",
+    .torchrun = NULL,
+};
+
+static void test_native(void **state)
+{
+    struct wrk_assignment *a = parse_ok("native", "");
+    struct wrk_plan *p = NULL;
+    char **env;
+    (void)state;
+
+    assert_int_equal(a->grace_s, 5);
+    assert_int_equal(a->time_limit_s, 3600);
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, NULL), RC_OK);
+    assert_int_equal(p->nprocs, 2);
+    assert_int_equal(p->nreport, 2);
+    assert_int_equal(p->ngpus, 3);
+    assert_string_equal(p->procs[1].argv[0], "/usr/bin/python3");
+    assert_string_equal(p->procs[1].argv[3], "200");
+    assert_null(p->procs[1].argv[4]);
+    env = p->procs[1].envp;
+    assert_string_equal(env_get(env, "RANK"), "3"); /* the job cannot override it */
+    assert_string_equal(env_get(env, "LOCAL_RANK"), "1");
+    assert_string_equal(env_get(env, "WORLD_SIZE"), "4");
+    assert_string_equal(env_get(env, "LOCAL_WORLD_SIZE"), "2");
+    assert_string_equal(env_get(env, "NODE_RANK"), "1");
+    assert_string_equal(env_get(env, "MASTER_ADDR"), "10.0.0.7");
+    assert_string_equal(env_get(env, "MASTER_PORT"), "29500");
+    assert_string_equal(env_get(env, "CUDA_VISIBLE_DEVICES"), "1,2");
+    assert_string_equal(env_get(env, "TRAINYARD_JOB_ID"), "7");
+    assert_string_equal(env_get(env, "TRAINYARD_ATTEMPT"), "2");
+    assert_string_equal(env_get(env, "TRAINYARD_CHECKPOINT_DIR"), "/srv/trainyard/ckpt/7");
+    assert_string_equal(env_get(env, "TRAINYARD_RESUME_FROM"), "/srv/trainyard/ckpt/7/step-120.pt");
+    assert_string_equal(env_get(env, "HF_HUB_OFFLINE"), "1");
+    assert_string_equal(env_get(env, "TRANSFORMERS_OFFLINE"), "1");
+    assert_string_equal(env_get(env, "HF_DATASETS_OFFLINE"), "1");
+    assert_string_equal(env_get(env, "USER_VAR"), "x");
+    assert_string_equal(env_get(env, "NCCL_IB_DISABLE"), "1");
+    assert_string_equal(env_get(env, "PATH"), "/usr/bin:/bin");
+    assert_string_equal(env_get(env, "HOME"), "/home/u");
+    assert_string_equal(env_get(env, "LANG"), "C.UTF-8");
+    assert_null(env_get(env, "PYTHONPATH"));
+    assert_null(env_get(env, "http_proxy"));
+    assert_null(env_get(env, "HTTPS_PROXY"));
+    assert_null(env_get(env, "TRAINYARD_DS_CONFIG"));
+    /* 3 inherited + 2 job/nccl + 7 TRAINYARD/offline + 8 per rank, each once */
+    assert_int_equal(count(env), 20);
+    assert_string_equal(env_get(p->procs[0].envp, "CUDA_VISIBLE_DEVICES"), "0");
+    assert_int_equal(p->procs[0].rank, 2);
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+}
+
+static void test_torchrun(void **state)
+{
+    struct wrk_assignment *a = parse_ok("torchrun", "");
+    struct wrk_plan *p = NULL;
+    char **v;
+    (void)state;
+
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, NULL), RC_OK);
+    assert_int_equal(p->nprocs, 1);
+    assert_int_equal(p->nreport, 2);
+    v = p->procs[0].argv;
+    assert_string_equal(v[0], "torchrun");
+    assert_string_equal(v[1], "--nnodes=2");
+    assert_string_equal(v[2], "--node_rank=1");
+    assert_string_equal(v[3], "--nproc_per_node=2");
+    assert_string_equal(v[4], "--master_addr=10.0.0.7");
+    assert_string_equal(v[5], "--master_port=29500");
+    assert_string_equal(v[6], "examples/ddp_mlp.py"); /* torchrun runs python itself */
+    assert_string_equal(v[8], "200");
+    assert_null(v[9]);
+    assert_null(env_get(p->procs[0].envp, "RANK"));
+    assert_string_equal(env_get(p->procs[0].envp, "CUDA_VISIBLE_DEVICES"), "0,1,2");
+    assert_string_equal(env_get(p->procs[0].envp, "TRAINYARD_JOB_ID"), "7");
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+}
+
+static void test_deepspeed(void **state)
+{
+    struct wrk_assignment *a =
+        parse_ok("deepspeed", ",\"deepspeed_config\":{\"zero_optimization\":{\"stage\":2}}");
+    struct wrk_plan *p = NULL;
+    (void)state;
+
+    assert_string_equal(a->ds_config, "{\"zero_optimization\":{\"stage\":2}}");
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, NULL), RC_OK);
+    assert_int_equal(p->nprocs, 2);
+    assert_string_equal(env_get(p->procs[0].envp, "TRAINYARD_DS_CONFIG"),
+                        "/srv/trainyard/jobs/7/ds_config.json");
+    assert_string_equal(env_get(p->procs[0].envp, "RANK"), "2");
+    assert_non_null(wrk_default_ds_config());
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+}
+
+static void test_horovod(void **state)
+{
+    struct wrk_assignment *a = parse_ok("horovod", "");
+    struct wrk_plan *p = NULL;
+    char **env;
+    (void)state;
+
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, NULL), RC_OK);
+    env = p->procs[1].envp;
+    assert_string_equal(env_get(env, "HOROVOD_GLOO_RENDEZVOUS_ADDR"), "10.0.0.7");
+    assert_string_equal(env_get(env, "HOROVOD_GLOO_RENDEZVOUS_PORT"), "29500");
+    assert_string_equal(env_get(env, "HOROVOD_CONTROLLER"), "gloo");
+    assert_string_equal(env_get(env, "HOROVOD_CPU_OPERATIONS"), "gloo");
+    assert_string_equal(env_get(env, "HOROVOD_RANK"), "3");
+    assert_string_equal(env_get(env, "HOROVOD_SIZE"), "4");
+    assert_string_equal(env_get(env, "HOROVOD_LOCAL_RANK"), "1");
+    assert_string_equal(env_get(env, "HOROVOD_LOCAL_SIZE"), "2");
+    assert_string_equal(env_get(env, "HOROVOD_CROSS_RANK"), "1");
+    assert_string_equal(env_get(env, "HOROVOD_CROSS_SIZE"), "2");
+    assert_string_equal(env_get(env, "HOROVOD_HOSTNAME"), "10.0.0.8");
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+}
+
+static void test_invalid(void **state)
+{
+    static const char *bad[] = {
+        "{\"attempt_id\":\"../x\"}",
+        "{\"attempt_id\":\"31\",\"job_id\":\"7\",\"command\":[],\"world_size\":1}",
+        "{\"attempt_id\":\"31\",\"job_id\":\"7\",\"launcher\":\"mpirun\",\"command\":[\"a\"]}",
+        "{\"attempt_id\":\"31\",\"job_id\":\"7\",\"command\":[\"a\"],\"env\":{\"A B\":\"x\"},"
+        "\"world_size\":1}",
+        "{\"attempt_id\":\"31\",\"job_id\":\"7\",\"command\":[\"a\"],\"world_size\":1,\"nnodes\":1,"
+        "\"node_rank\":0,\"local_world_size\":1,\"master_addr\":\"h\",\"master_port\":0}",
+        "{\"attempt_id\":\"31\",\"job_id\":\"7\",\"command\":[\"a\"],\"world_size\":1,\"nnodes\":1,"
+        "\"node_rank\":0,\"local_world_size\":1,\"master_addr\":\"h\",\"master_port\":1,"
+        "\"ranks\":[{\"rank\":0,\"local_rank\":0}],\"work_dir\":\"rel\",\"checkpoint_dir\":\"/c\"}",
+        "{\"attempt_id\":\"31\",\"job_id\":\"7\",\"command\":[\"a\"],\"world_size\":2,\"nnodes\":1,"
+        "\"node_rank\":0,\"local_world_size\":2,\"master_addr\":\"h\",\"master_port\":1,"
+        "\"ranks\":[{\"rank\":0,\"local_rank\":0},{\"rank\":0,\"local_rank\":1}],"
+        "\"work_dir\":\"/w\",\"checkpoint_dir\":\"/c\"}",
+        "[]",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_error_t je;
+        json_t *o = json_loads(bad[i], 0, &je);
+        struct wrk_assignment *a = NULL;
+        char *id = NULL;
+        struct err e;
+        err_init(&e);
+        assert_non_null(o);
+        assert_int_equal(wrk_assignment_parse(o, &a, &id, &e), RC_EINVAL);
+        assert_null(a);
+        assert_true(e.message[0] != '\0');
+        if (i > 0 && i < 7)
+            assert_string_equal(id, "31"); /* reportable */
+        free(id);
+        json_decref(o);
+    }
+}
+
+static void test_ids(void **state)
+{
+    (void)state;
+    assert_true(wrk_id_valid("31"));
+    assert_true(wrk_id_valid("a-b_c.d"));
+    assert_false(wrk_id_valid(""));
+    assert_false(wrk_id_valid(".."));
+    assert_false(wrk_id_valid("a/b"));
+    assert_false(wrk_id_valid("a b"));
+    assert_false(wrk_id_valid(NULL));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_native),    cmocka_unit_test(test_torchrun),
+        cmocka_unit_test(test_deepspeed), cmocka_unit_test(test_horovod),
+        cmocka_unit_test(test_invalid),   cmocka_unit_test(test_ids),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,214 @@
+/*
+ * test_wrk_shipper.c - the output shipper against a fake post function:
+ * report order, metric/checkpoint extraction, batching, dropping the oldest
+ * lines (never checkpoints or reports) while the server is down, and the
+ * UTF-8 cleaning of rank output.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "shipper.h"
+
+#define MAXP 256
+
+struct fake {
+    pthread_mutex_t mu;
+    int n;
+    char path[MAXP][128];
+    json_t *body[MAXP];
+    atomic_int fail; /* answer 503 while set */
+};
+
+static struct fake F;
+
+static enum rc fake_post(void *ctx, const char *path, const json_t *body, long *status)
+{
+    (void)ctx;
+    if (atomic_load(&F.fail)) {
+        *status = 503;
+        return RC_OK;
+    }
+    pthread_mutex_lock(&F.mu);
+    if (F.n < MAXP) {
+        snprintf(F.path[F.n], sizeof(F.path[0]), "%s", path);
+        F.body[F.n] = json_deep_copy(body);
+        F.n++;
+    }
+    pthread_mutex_unlock(&F.mu);
+    *status = 200;
+    return RC_OK;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    memset(&F, 0, sizeof(F));
+    pthread_mutex_init(&F.mu, NULL);
+    atomic_init(&F.fail, 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < F.n; i++)
+        json_decref(F.body[i]);
+    pthread_mutex_destroy(&F.mu);
+    return 0;
+}
+
+static void line(struct wrk_shipper *s, const char *id, uint64_t seq, const char *text)
+{
+    wrk_shipper_line(s, id, 0, "stdout", seq, 1764400000000 + (int64_t)seq, text, strlen(text));
+}
+
+static void test_order_and_parse(void **state)
+{
+    struct wrk_shipper_opts o = {fake_post, NULL, 0, 0, 50};
+    struct wrk_shipper *s = NULL;
+    struct wrk_exit_report r;
+    pid_t pids[2] = {4242, 4243};
+    json_t *b;
+    (void)state;
+
+    assert_int_equal(wrk_shipper_new(&o, &s), RC_OK);
+    wrk_shipper_started(s, "31", 0, pids, 2);
+    line(s, "31", 0, "hello\n");
+    line(s, "31", 1, "TRAINYARD_METRIC {\"step\":120,\"loss\":0.41}\n");
+    line(s, "31", 2, "TRAINYARD_CHECKPOINT {\"step\":120,\"path\":\"/c/step-120.pt\"}\n");
+    wrk_shipper_line(s, "31", 1, "stderr", 0, 1, "bad \xff\n", 6);
+    memset(&r, 0, sizeof(r));
+    snprintf(r.attempt_id, sizeof(r.attempt_id), "31");
+    r.nranks = 2;
+    r.ranks[1].rank = 1;
+    r.ranks[1].exit_code = 1;
+    snprintf(r.reason, sizeof(r.reason), "rank 1 exited with 1");
+    wrk_shipper_exit(s, &r);
+    wrk_shipper_free(s, 5000);
+
+    assert_int_equal(F.n, 3);
+    assert_string_equal(F.path[0], "/api/v1/agent/attempts/31/started");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(F.body[0], "pids"), 1)),
+                     4243);
+    assert_string_equal(F.path[1], "/api/v1/agent/attempts/31/output");
+    b = F.body[1];
+    assert_int_equal(json_array_size(json_object_get(b, "logs")), 4);
+    assert_int_equal(json_array_size(json_object_get(b, "metrics")), 1);
+    assert_int_equal(json_array_size(json_object_get(b, "checkpoints")), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(b, "checkpoints"), 0), "path")),
+                        "/c/step-120.pt");
+    assert_true(json_real_value(json_object_get(
+                    json_object_get(json_array_get(json_object_get(b, "metrics"), 0), "values"),
+                    "loss")) == 0.41);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(b, "logs"), 3), "text")),
+        "bad \xEF\xBF\xBD\n");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(b, "logs"), 3), "stream")),
+        "stderr");
+    assert_null(json_object_get(b, "dropped_logs"));
+    assert_string_equal(F.path[2], "/api/v1/agent/attempts/31/exit");
+    assert_string_equal(json_string_value(json_object_get(F.body[2], "reason")),
+                        "rank 1 exited with 1");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(F.body[2], "ranks"), 1), "exit_code")),
+                     1);
+}
+
+static void test_drop_oldest(void **state)
+{
+    struct wrk_shipper_opts o = {fake_post, NULL, 0, 10, 20};
+    struct wrk_shipper *s = NULL;
+    struct timespec ts = {0, 100 * 1000000L};
+    int logs = 0, ckpts = 0, exits = 0;
+    json_int_t dropped = 0, last_seq = -1;
+    struct wrk_exit_report r;
+    (void)state;
+
+    atomic_store(&F.fail, 1);
+    assert_int_equal(wrk_shipper_new(&o, &s), RC_OK);
+    line(s, "9", 0, "TRAINYARD_CHECKPOINT {\"step\":1,\"path\":\"/c/1\"}\n");
+    for (uint64_t i = 1; i < 200; i++) {
+        char t[32];
+        snprintf(t, sizeof(t), "line %d\n", (int)i);
+        line(s, "9", i, t); /* never blocks although nothing is sent */
+    }
+    memset(&r, 0, sizeof(r));
+    snprintf(r.attempt_id, sizeof(r.attempt_id), "9");
+    wrk_shipper_exit(s, &r);
+    assert_true(wrk_shipper_dropped(s) >= 180);
+    nanosleep(&ts, NULL);
+    atomic_store(&F.fail, 0);
+    wrk_shipper_free(s, 5000);
+
+    for (int i = 0; i < F.n; i++) {
+        json_t *b = F.body[i];
+        if (strstr(F.path[i], "/exit") != NULL) {
+            exits++;
+            assert_int_equal(i, F.n - 1); /* after every line */
+            continue;
+        }
+        dropped += json_integer_value(json_object_get(b, "dropped_logs"));
+        logs += (int)json_array_size(json_object_get(b, "logs"));
+        ckpts += (int)json_array_size(json_object_get(b, "checkpoints"));
+        for (size_t j = 0; j < json_array_size(json_object_get(b, "logs")); j++) {
+            json_int_t seq = json_integer_value(
+                json_object_get(json_array_get(json_object_get(b, "logs"), j), "seq"));
+            assert_true(seq > last_seq || seq == 0); /* kept lines stay in order */
+            last_seq = seq;
+        }
+    }
+    assert_int_equal(exits, 1);
+    assert_int_equal(ckpts, 1);           /* the checkpoint line survived */
+    assert_true(logs <= 12 && logs >= 2); /* the newest lines */
+    assert_int_equal(dropped + logs, 200);
+}
+
+static void test_utf8_clean(void **state)
+{
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *out;
+    } cases[] = {
+        {"plain", 5, "plain"},
+        {"caf\xc3\xa9", 5, "caf\xc3\xa9"},
+        {"\xe4\xb8\xad\xe6\x96\x87", 6, "\xe4\xb8\xad\xe6\x96\x87"},
+        {"a\0b", 3,
+         "a\xEF\xBF\xBD"
+         "b"},
+        {"\xff", 1, "\xEF\xBF\xBD"},
+        {"\xe4\xb8", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},                 /* truncated */
+        {"\xc0\xaf", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},                 /* overlong '/' */
+        {"\xed\xa0\x80", 3, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* surrogate */
+        {"\xf0\x9f\x98\x80", 4, "\xf0\x9f\x98\x80"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *c = wrk_utf8_clean(cases[i].in, cases[i].len);
+        assert_non_null(c);
+        assert_string_equal(c, cases[i].out);
+        free(c);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_order_and_parse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drop_oldest, setup, teardown),
+        cmocka_unit_test(test_utf8_clean),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
