@@ -181,7 +181,7 @@ static void test_output_and_exit(void **state)
     struct wrk_launcher *l = *state;
     static const char *const s[] = {
         "echo hello; echo 'TRAINYARD_METRIC {\"step\":1,\"loss\":0.5}'; echo oops >&2",
-        "printf partial",
+        "printf partial; sleep 0.3", /* still running while we look */
     };
     json_t *running;
 

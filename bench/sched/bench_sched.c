@@ -1,0 +1,202 @@
+/*
+ * bench_sched.c - time one sched_plan() pass: 10,000 queued jobs with the
+ * Philly GPU-size mix on 1,000 nodes x 8 GPUs that are half busy (also with
+ * the Philly size mix), 11 teams with quotas, switch and rack labels and
+ * NVLink quads. Prints median and p99 over the repetitions, per policy.
+ *
+ * bench_sched [--nodes N] [--jobs J] [--reps R] [--seed S]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched.h"
+
+/* Philly jobs by GPU count (pollux-philly.csv, ../shared/traces/README.md) */
+static const int mix_gpus[] = {1, 2, 4, 8, 12, 16, 24, 32, 64, 128};
+static const int mix_count[] = {76627, 1818, 1870, 1643, 7, 199, 7, 67, 6, 3};
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int mix(uint64_t *s)
+{
+    int total = 0;
+    for (size_t i = 0; i < sizeof(mix_count) / sizeof(int); i++)
+        total += mix_count[i];
+    int x = (int)(rnd(s) % (uint64_t)total);
+    for (size_t i = 0; i < sizeof(mix_count) / sizeof(int); i++) {
+        if (x < mix_count[i])
+            return mix_gpus[i];
+        x -= mix_count[i];
+    }
+    return 1;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static long arg(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 1 || v > 10000000) {
+        fprintf(stderr, "bench_sched: bad number \"%s\"\n", s);
+        exit(2);
+    }
+    return v;
+}
+
+/* Time reps passes of one policy and print its row; 0 ok. */
+static int bench_policy(const char *name, const struct sched_cluster *c,
+                        const struct sched_queue *q, double *t, long reps, long busy)
+{
+    struct sched_decisions d;
+    struct err e;
+
+    sched_decisions_init(&d);
+    for (long r = 0; r < reps; r++) {
+        double t0 = now_ms();
+        enum rc rc = sched_plan(sched_policy_find(name), c, q, 3600000, &d);
+        t[r] = now_ms() - t0;
+        if (rc != RC_OK) {
+            fprintf(stderr, "bench_sched: plan failed: %s\n", rc_str(rc));
+            sched_decisions_cleanup(&d);
+            return -1;
+        }
+    }
+    if (sched_check(c, q, 3600000, &d, &e) != RC_OK) {
+        fprintf(stderr, "bench_sched: check failed: %s\n", e.message);
+        sched_decisions_cleanup(&d);
+        return -1;
+    }
+    qsort(t, (size_t)reps, sizeof(double), cmp_dbl);
+    size_t i99 = (size_t)((double)reps * 0.99);
+    if (i99 >= (size_t)reps)
+        i99 = (size_t)reps - 1;
+    printf("| %s | %zu x %d | %ld | %zu | %zu | %zu | %s | %.2f | %.2f |\n", name, c->nnodes,
+           c->nodes[0].ngpus, busy, q->njobs, d.nplacements, d.npreemptions,
+           d.reservation.valid ? "yes" : "no", t[reps / 2], t[i99]);
+    sched_decisions_cleanup(&d);
+    return 0;
+}
+
+/* main builds the synthetic snapshot as one straight sequence (nodes, the
+ * half-busy running set, the queue): split up, it would only pass a dozen
+ * arrays around. */
+int main(int argc, char **argv)
+{
+    long nn = 1000, nj = 10000, reps = 101, seed = 1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--nodes") == 0)
+            nn = arg(argv[i + 1]);
+        else if (strcmp(argv[i], "--jobs") == 0)
+            nj = arg(argv[i + 1]);
+        else if (strcmp(argv[i], "--reps") == 0)
+            reps = arg(argv[i + 1]);
+        else if (strcmp(argv[i], "--seed") == 0)
+            seed = arg(argv[i + 1]);
+    }
+    uint64_t s = (uint64_t)seed;
+    const int G = 8, NT = 11;
+    struct sched_node *nodes = calloc((size_t)nn, sizeof(*nodes));
+    struct sched_running *run = calloc((size_t)(nn * G), sizeof(*run));
+    struct sched_alloc *ra = calloc((size_t)(nn * G), sizeof(*ra));
+    struct sched_job *jobs = calloc((size_t)nj, sizeof(*jobs));
+    struct sched_team teams[11];
+    double *t = calloc((size_t)reps, sizeof(double));
+    char(*labels)[32] = calloc((size_t)nn * 2, 32);
+    if (!nodes || !run || !ra || !jobs || !t || !labels)
+        return 1;
+    for (long i = 0; i < nn; i++) {
+        nodes[i].id = i;
+        nodes[i].state = SCHED_NODE_READY;
+        nodes[i].ngpus = G;
+        nodes[i].free_mask = 0xFF;
+        snprintf(labels[2 * i], 32, "sw%ld", i / 32);
+        snprintf(labels[2 * i + 1], 32, "rack%ld", i / 64);
+        nodes[i].switch_name = labels[2 * i];
+        nodes[i].rack = labels[2 * i + 1];
+        for (int g = 0; g < 8; g++)
+            nodes[i].nvlink_peers[g] = ((0xFULL << (g & 4)) | (1ULL << (g ^ 4))) & ~(1ULL << g);
+    }
+    for (int k = 0; k < NT; k++)
+        teams[k] = (struct sched_team){k, (int)(nn * G / NT), 1.0};
+    /* half busy: running jobs from the mix, first fit over a shuffled node order */
+    long busy = 0, nr = 0, na = 0;
+    while (busy < nn * G / 2) {
+        int g = mix(&s);
+        if (g > G)
+            g = G; /* running gangs: one node's part each, enough for load */
+        long n = (long)(rnd(&s) % (uint64_t)nn);
+        for (long k = 0; k < nn; k++, n = (n + 1) % nn) {
+            if (__builtin_popcountll(nodes[n].free_mask) >= g)
+                break;
+        }
+        uint64_t m = 0, f = nodes[n].free_mask;
+        for (int c = 0; c < g; c++) {
+            uint64_t b = f & (~f + 1);
+            m |= b;
+            f &= ~b;
+        }
+        nodes[n].free_mask &= ~m;
+        ra[na] = (struct sched_alloc){n, m};
+        run[nr] = (struct sched_running){.job_id = 1000000 + nr,
+                                         .team_id = (int64_t)(rnd(&s) % NT),
+                                         .prio = SCHED_PRIO_NORMAL,
+                                         .gpus = g,
+                                         .submit_ms = 0,
+                                         .start_ms = (int64_t)(rnd(&s) % 3600000),
+                                         .end_by_ms = 3600000 + (int64_t)(rnd(&s) % 86400000),
+                                         .allocs = &ra[na],
+                                         .nallocs = 1,
+                                         .preemptible = true};
+        run[nr].true_end_ms = run[nr].end_by_ms;
+        na++;
+        nr++;
+        busy += g;
+    }
+    for (long i = 0; i < nj; i++) {
+        jobs[i] = (struct sched_job){.id = i + 1,
+                                     .team_id = (int64_t)(rnd(&s) % NT),
+                                     .prio = (enum sched_prio)(rnd(&s) % 10 == 0 ? 2 : 1),
+                                     .gpus = mix(&s),
+                                     .submit_ms = (int64_t)(rnd(&s) % 3600000),
+                                     .time_limit_ms = 3600000 * (1 + (int64_t)(rnd(&s) % 24)),
+                                     .true_duration_ms = 1000 * (1 + (int64_t)(rnd(&s) % 86400))};
+    }
+    struct sched_cluster c = {nodes, (size_t)nn, teams, NT, run, (size_t)nr};
+    struct sched_queue q = {jobs, (size_t)nj, 0};
+    const char *const *names = sched_policy_names();
+    printf("| policy | nodes x GPUs | busy GPUs | queued | placed | preempted | reserved | "
+           "median ms | p99 ms |\n");
+    printf("|---|---|---:|---:|---:|---:|---|---:|---:|\n");
+    for (int p = 0; names[p]; p++)
+        if (bench_policy(names[p], &c, &q, t, reps, busy) != 0)
+            return 1;
+    free(nodes);
+    free(run);
+    free(ra);
+    free(jobs);
+    free(t);
+    free(labels);
+    return 0;
+}

@@ -1,0 +1,80 @@
+#!/bin/sh
+# bench/sched/run.sh - scheduler benchmarks, printed as markdown tables:
+#  1. one pass: 10,000 queued jobs (Philly GPU-size mix), 1,000 nodes x 8 GPUs half busy
+#  2. full Philly replay (82,247 jobs) on 47 nodes x 8 GPUs (offered load ~1.0), 4 policies
+#  3. small cluster: 16 nodes x 4 GPUs, 160 jobs sampled the Pollux way, several seeds
+# Builds a release tree (no sanitizers) in build-rel first.
+# Usage: bench/sched/run.sh [--quick]   (--quick: fewer reps and seeds)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${BUILD_DIR:-$root/build-rel}
+trace=${PHILLY_TRACE:-$root/../shared/traces/pollux-philly.csv}
+reps=101
+seeds="1 2 3 4 5 6 7 8"
+if [ "${1:-}" = "--quick" ]; then
+    reps=11
+    seeds="1 2"
+fi
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j2 --target bench_sched trainyard-sim >/dev/null
+sim=$build/scheduler/trainyard-sim
+
+echo "### One pass (release build, $reps repetitions)"
+echo
+"$build/bench/sched/bench_sched" --reps "$reps"
+echo
+
+echo "### Full Philly replay: 82,247 jobs, 47 nodes x 8 GPUs"
+echo
+out=$(mktemp)
+for p in fifo sjf-oracle trainyard tiresias-las; do
+    "$sim" --trace "$trace" --format philly --nodes 47 --gpus-per-node 8 --switch-size 8 \
+        --policy "$p" --json >>"$out"
+done
+python3 - "$out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = {r["policy"]: r for r in rows}
+print("| policy | avg JCT s | p50 JCT s | p99 JCT s | avg queue s | makespan s | GPU util | preemptions | passes | pass ms p50 | pass ms p99 | wall s |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for r in rows:
+    print("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.3f | %d | %d | %.3f | %.3f | %.1f |" % (
+        r["policy"], r["avg_jct_s"], r["p50_jct_s"], r["p99_jct_s"], r["avg_queue_s"],
+        r["makespan_s"], r["gpu_utilization"], r["preemptions"], r["passes"],
+        r["pass_ms_p50"], r["pass_ms_p99"], r["wall_s"]))
+print()
+print("offered load %.3f; trainyard/fifo avg JCT %.3f (target <= 0.6); trainyard/sjf-oracle %.3f (target <= 1.2)" % (
+    rows[0]["offered_load"], by["trainyard"]["avg_jct_s"] / by["fifo"]["avg_jct_s"],
+    by["trainyard"]["avg_jct_s"] / by["sjf-oracle"]["avg_jct_s"]))
+PY
+echo
+rm -f "$out"
+
+echo "### Small cluster: 16 nodes x 4 GPUs, 160 Philly jobs sampled as Pollux does (seeds: $seeds)"
+echo
+out=$(mktemp)
+for p in fifo sjf-oracle trainyard tiresias-las; do
+    for s in $seeds; do
+        "$sim" --trace "$trace" --format philly --nodes 16 --gpus-per-node 4 --switch-size 4 \
+            --policy "$p" --sample 160 --seed "$s" --json >>"$out"
+    done
+done
+python3 - "$out" <<'PY'
+import json, sys
+from collections import defaultdict
+agg = defaultdict(list)
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    agg[r["policy"]].append(r)
+print("| policy | runs | mean avg JCT s | mean p99 JCT s | mean makespan s | mean GPU util | preemptions |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for p, rs in agg.items():
+    n = len(rs)
+    print("| %s | %d | %.0f | %.0f | %.0f | %.3f | %d |" % (p, n,
+        sum(r["avg_jct_s"] for r in rs) / n, sum(r["p99_jct_s"] for r in rs) / n,
+        sum(r["makespan_s"] for r in rs) / n, sum(r["gpu_utilization"] for r in rs) / n,
+        sum(r["preemptions"] for r in rs)))
+PY
+rm -f "$out"

@@ -1,0 +1,127 @@
+/*
+ * sched_int.h - scheduler internals shared by sched.c (the pass: order,
+ * reserve, backfill, preempt) and sched_place.c (the capacity index and gang
+ * placement). Not part of the API: the server includes sched.h only.
+ *
+ * struct idx is the free-capacity index: per node the GPUs that new work may
+ * take (avail: free, READY, not reserved), each node linked into the bucket
+ * of its free-GPU count. struct pass holds everything one sched_plan() call
+ * allocates. Threading: none; one pass owns both.
+ */
+#ifndef TY_SCHED_INT_H
+#define TY_SCHED_INT_H
+
+#include "sched.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NB (SCHED_MAX_GPUS_PER_NODE + 1)
+#define MAX_PREEMPT_TRIES 64                            /* preempt-to-fit attempts per pass */
+#define MAX_PREEMPT_CANDS 256                           /* victims considered per attempt */
+#define LAS_THRESHOLD_GPU_MS SCHED_LAS_THRESHOLD_GPU_MS /* 16 GPU-hours, as Pollux's Tiresias */
+
+enum { KIND_FIFO = 1, KIND_SJF = 2, KIND_FAIR = 3, KIND_LAS = 4 };
+enum { F_BACKFILL = 1, F_ORACLE = 2, F_QUOTA = 4, F_LAS = 8 };
+
+struct idx {
+    size_t n;
+    uint64_t *avail;
+    int *nav;
+    int *next, *prev;
+    int head[NB];
+    int cnt[NB];
+    int64_t total;
+};
+
+struct sched_plan_int {
+    struct sched_alloc *allocs; /* pool for placements and the reservation */
+    size_t nallocs, cap_allocs;
+    size_t *pl_off; /* per placement: offset into allocs */
+    size_t cap_pl;
+    size_t cap_pre;
+};
+
+struct nid {
+    int64_t id;
+    int idx;
+};
+
+struct pass {
+    const struct sched_policy *pol;
+    const struct sched_cluster *c;
+    const struct sched_queue *q;
+    int64_t now;
+    struct sched_decisions *d;
+    struct sched_plan_int *in;
+    size_t nn;
+    struct idx main, hypo;
+    bool hypo_ok;
+    uint64_t *resv, *resfree;
+    int *resnodes;
+    size_t nresnodes;
+    int64_t resfree_total;
+    int64_t res_start;
+    bool has_res;
+    bool *topo;
+    int maxng;
+    struct nid *nids;
+    /* running jobs: flattened alloc node indices */
+    size_t *run_aoff;
+    int *run_anode;
+    int *run_team;
+    unsigned char *run_pre;
+    unsigned char *run_borrow;
+    int *cands; /* quota: borrowing preemptible jobs newest first; LAS: victims */
+    size_t ncands;
+    /* teams */
+    int64_t *tid;
+    size_t nt;
+    int64_t *t_used;
+    int *t_quota;
+    double *t_w;
+    double *t_share; /* t_used / quota / weight, kept current */
+    int *job_team;
+    unsigned char *job_ok;
+    /* ordering */
+    int *order;
+    size_t norder;
+    size_t *bstart; /* fair: bucket starts, (prio * nt + team) */
+    size_t *bpos;
+    /* topology groups, built on the first multi-node placement */
+    bool groups_built;
+    int *grp_start, *grp_mem;
+    size_t nsw, ngrp;
+    /* placement scratch */
+    int *pick_node;
+    uint64_t *pick_mask;
+    int npick;
+    int *tmp1, *tmp2;
+    int preempt_tries;
+    size_t res_off;
+};
+
+static inline int popc(uint64_t m)
+{
+    return __builtin_popcountll(m);
+}
+
+static inline uint64_t gpu_bits(int ng)
+{
+    if (ng <= 0)
+        return 0;
+    return ng >= 64 ? ~0ULL : ((1ULL << ng) - 1);
+}
+
+/* ---- sched_place.c ---- */
+void sched_idx_link(struct idx *x, int n);
+void sched_idx_set(struct idx *x, int n, uint64_t m);
+int sched_idx_alloc(struct idx *x, size_t n);
+void sched_idx_free(struct idx *x);
+void sched_idx_copy(struct idx *dst, const struct idx *src);
+/* Exact: does some placement of (g GPUs, gpn per node) exist in x? */
+bool sched_feasible(const struct pass *P, const struct idx *x, int g, int gpn);
+/* Place (g, gpn) in x, take its GPUs, leave them in P->pick_*: 1 placed, 0 no fit, -1 ENOMEM. */
+int sched_place(struct pass *P, struct idx *x, int g, int gpn);
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * fuzz_sched_plan.c - random snapshots into sched_plan() for every policy;
+ * every plan must pass sched_check(). The input bytes drive a small decoder
+ * that always builds a consistent snapshot (running GPUs are never marked
+ * free), except for duplicate node ids, which sched_plan() must refuse.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct rd {
+    const uint8_t *p;
+    size_t n;
+};
+
+static uint64_t take(struct rd *r, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++) {
+        v = (v << 8) | (r->n ? *r->p : 0);
+        if (r->n) {
+            r->p++;
+            r->n--;
+        }
+    }
+    return v;
+}
+
+#define MAXN 32
+#define MAXR 32
+#define MAXJ 64
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *labels[4] = {"s0", "s1", "r0", "r1"};
+    static const char *pols[4] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las"};
+    struct sched_node nodes[MAXN];
+    struct sched_team teams[4];
+    struct sched_running run[MAXR];
+    struct sched_alloc ra[MAXR][2];
+    struct sched_job jobs[MAXJ];
+    struct rd r = {data, size};
+    struct sched_decisions d;
+    struct err e;
+
+    memset(nodes, 0, sizeof(nodes));
+    memset(run, 0, sizeof(run));
+    memset(jobs, 0, sizeof(jobs));
+    size_t nn = 1 + take(&r, 1) % MAXN;
+    for (size_t i = 0; i < nn; i++) {
+        struct sched_node *n = &nodes[i];
+        uint8_t b = (uint8_t)take(&r, 1);
+        n->id = (b & 0x80) ? (int64_t)(b & 7) : (int64_t)i + 100;
+        n->ngpus = (int)(take(&r, 1) % 65);
+        n->state = (enum sched_node_state)(take(&r, 1) % 5 == 0 ? 1 + (b & 1) : 0);
+        uint64_t all = n->ngpus >= 64 ? ~0ULL : (1ULL << n->ngpus) - 1;
+        n->free_mask = all;
+        n->switch_name = (b & 0x10) ? labels[b & 1] : NULL;
+        n->rack = (b & 0x20) ? labels[2 + ((b >> 1) & 1)] : NULL;
+        if (b & 0x40)
+            for (int g = 0; g < n->ngpus && g < 8; g++)
+                n->nvlink_peers[g] = take(&r, 1) & all & ~(1ULL << g);
+    }
+    size_t nt = take(&r, 1) % 5;
+    for (size_t t = 0; t < nt; t++)
+        teams[t] =
+            (struct sched_team){(int64_t)t, (int)(take(&r, 1) % 64), (double)(take(&r, 1) % 4)};
+    size_t nr = 0, want = take(&r, 1) % MAXR;
+    for (size_t k = 0; k < want; k++) {
+        size_t ni = take(&r, 1) % nn;
+        uint64_t m = nodes[ni].free_mask & take(&r, 8);
+        if (m == 0)
+            continue;
+        struct sched_running *rj = &run[nr];
+        ra[nr][0] = (struct sched_alloc){nodes[ni].id, m};
+        nodes[ni].free_mask &= ~m;
+        rj->nallocs = 1;
+        rj->gpus = __builtin_popcountll(m);
+        size_t n2 = take(&r, 1) % nn;
+        uint64_t m2 = nodes[n2].free_mask & take(&r, 1);
+        if (n2 != ni && m2 && nodes[n2].id != nodes[ni].id) {
+            ra[nr][1] = (struct sched_alloc){nodes[n2].id, m2};
+            nodes[n2].free_mask &= ~m2;
+            rj->nallocs = 2;
+            rj->gpus += __builtin_popcountll(m2);
+        }
+        rj->job_id = 1000 + (int64_t)k;
+        rj->team_id = (int64_t)(take(&r, 1) % 6);
+        rj->prio = (enum sched_prio)(take(&r, 1) % 3);
+        rj->start_ms = (int64_t)take(&r, 1);
+        rj->submit_ms = rj->start_ms;
+        uint64_t lim = take(&r, 2);
+        rj->end_by_ms = lim == 0 ? SCHED_TIME_UNKNOWN : (int64_t)lim;
+        rj->true_end_ms = rj->end_by_ms;
+        rj->allocs = ra[nr];
+        rj->preemptible = take(&r, 1) & 1;
+        rj->attained_gpu_ms = (int64_t)take(&r, 1) * 1000000;
+        nr++;
+    }
+    size_t nj = take(&r, 1) % MAXJ;
+    for (size_t i = 0; i < nj; i++) {
+        struct sched_job *j = &jobs[i];
+        j->id = (int64_t)(take(&r, 1) % 128);
+        j->team_id = (int64_t)(take(&r, 1) % 6);
+        j->prio = (enum sched_prio)(take(&r, 1) % 4);
+        j->gpus = (int)take(&r, 2) % 1100 - 2;
+        j->gpus_per_node = (int)(take(&r, 1) % 70) - 1;
+        j->submit_ms = (int64_t)take(&r, 1);
+        j->time_limit_ms = (int64_t)take(&r, 2);
+        j->true_duration_ms = (int64_t)take(&r, 2);
+        j->attained_gpu_ms = (int64_t)take(&r, 1) * 1000000;
+    }
+    /* duplicate queued ids make checking ambiguous: keep the first */
+    for (size_t i = 0; i < nj; i++)
+        for (size_t k = 0; k < i; k++)
+            if (jobs[k].id == jobs[i].id)
+                jobs[i].id = 200 + (int64_t)i;
+    struct sched_cluster c = {nodes, nn, teams, nt, run, nr};
+    struct sched_queue q = {jobs, nj, (int)(take(&r, 1) % 8)};
+    sched_decisions_init(&d);
+    for (int p = 0; p < 4; p++) {
+        enum rc rc = sched_plan(sched_policy_find(pols[p]), &c, &q, 100, &d);
+        if (rc == RC_EINVAL)
+            continue;
+        if (rc != RC_OK)
+            abort();
+        err_init(&e);
+        if (sched_check(&c, &q, 100, &d, &e) != RC_OK)
+            abort();
+    }
+    sched_decisions_cleanup(&d);
+    return 0;
+}
