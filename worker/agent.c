@@ -1,0 +1,841 @@
+/*
+ * agent.c - the control loop of trainyard-worker (see agent.h).
+ *
+ * Threads:
+ *   - control (the caller of wrk_agent_run): heartbeats, launches queued
+ *     assignments, applies cancels, writes state.json, drives shutdown;
+ *   - poller: GET /api/v1/agent/assignments?wait=30 in a loop, parses the
+ *     answer and queues assignments and cancels for the control thread;
+ *   - shipper (shipper.c) and launcher I/O (launcher.c).
+ * Each thread has its own struct wrk_http. The queue between poller and
+ * control is guarded by a->qmu, never held across HTTP or spawn. Lock order
+ * does not arise: no function holds two of qmu / launcher / shipper locks.
+ */
+#include "agent.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "assign.h"
+#include "http.h"
+#include "launcher.h"
+#include "log.h"
+#include "pathchk.h"
+#include "shipper.h"
+#include "state.h"
+
+#ifndef TY_VERSION
+#define TY_VERSION "0.1.0"
+#endif
+
+#define POLL_WAIT_S 30
+#define REQ_TIMEOUT_MS 15000L
+
+struct qitem {
+    struct qitem *next;
+    struct wrk_assignment *a; /* owned; NULL for a refusal or a cancel */
+    char attempt_id[WRK_ID_MAX + 1];
+    int is_cancel;
+    char reason[256]; /* refusal */
+};
+
+struct agent {
+    const struct wrk_config *cfg;
+    struct wrk_http *http;      /* control thread */
+    struct wrk_http *poll_http; /* poller thread */
+    struct wrk_http *ship_http; /* shipper thread */
+    struct wrk_gpus *gpus;
+    struct wrk_launcher *launcher;
+    struct wrk_shipper *shipper;
+    json_t *labels;
+    char node_id[64];
+    char *credential; /* owned; never logged */
+    char hostname[256];
+    char addr[64];
+    char node_path[PATH_MAX];
+    char state_path[PATH_MAX];
+    const char *roots[WRK_MAX_ROOTS];
+    size_t nroots;
+    int hb_ms;
+    int draining;
+    uint64_t saved_gen;
+    pthread_t poll_thr;
+    int poll_started;
+    atomic_int poll_stop;
+    atomic_int poll_draining;
+    pthread_mutex_t qmu;
+    struct qitem *qhead, *qtail; /* under qmu */
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int stopping(const struct agent *a)
+{
+    return a->cfg->stop != NULL && *a->cfg->stop;
+}
+
+/* ---- labels ---- */
+
+enum rc wrk_labels_parse(const char *s, json_t **out, struct err *e)
+{
+    json_t *o = json_object();
+    const char *p = s;
+
+    *out = NULL;
+    if (o == NULL)
+        return RC_ENOMEM;
+    while (p != NULL && *p != '\0') {
+        const char *comma = strchr(p, ','), *eq, *end = comma ? comma : p + strlen(p);
+        char key[64], val[256];
+        size_t kl, vl;
+        eq = memchr(p, '=', (size_t)(end - p));
+        if (eq == NULL)
+            goto bad;
+        kl = (size_t)(eq - p);
+        vl = (size_t)(end - eq - 1);
+        if (kl == 0 || kl >= sizeof(key) || vl >= sizeof(val) || json_object_size(o) >= 32)
+            goto bad;
+        memcpy(key, p, kl);
+        key[kl] = '\0';
+        memcpy(val, eq + 1, vl);
+        val[vl] = '\0';
+        for (size_t i = 0; i < kl; i++)
+            if (!isalnum((unsigned char)key[i]) && key[i] != '_' && key[i] != '-' && key[i] != '.')
+                goto bad;
+        for (size_t i = 0; i < vl; i++)
+            if (!isprint((unsigned char)val[i]) || val[i] == '=')
+                goto bad;
+        if (json_object_set_new(o, key, json_string(val)) != 0) {
+            json_decref(o);
+            return RC_ENOMEM;
+        }
+        p = comma ? comma + 1 : end;
+    }
+    *out = o;
+    return RC_OK;
+bad:
+    json_decref(o);
+    return err_set(e, RC_EINVAL, "labels", "labels must look like rack=r1,switch=s1");
+}
+
+/* ---- identity ---- */
+
+static void guess_addr(char *out, size_t size)
+{
+    struct ifaddrs *ifa = NULL;
+    snprintf(out, size, "127.0.0.1");
+    if (getifaddrs(&ifa) != 0)
+        return;
+    for (struct ifaddrs *i = ifa; i != NULL; i = i->ifa_next) {
+        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
+        if ((ntohl(sin->sin_addr.s_addr) >> 24) == 127)
+            continue;
+        inet_ntop(AF_INET, &sin->sin_addr, out, (socklen_t)size);
+        break;
+    }
+    freeifaddrs(ifa);
+}
+
+static enum rc write_file_atomic(const char *path, const char *text, mode_t mode)
+{
+    char tmp[PATH_MAX + 8];
+    size_t len = strlen(text), off = 0;
+    int fd;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return RC_EINVAL;
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return RC_EUNAVAIL;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            unlink(tmp);
+            return RC_EUNAVAIL;
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return RC_EUNAVAIL;
+    }
+    return RC_OK;
+}
+
+static int load_node(struct agent *a)
+{
+    json_error_t jerr;
+    json_t *o = json_load_file(a->node_path, JSON_REJECT_DUPLICATES, &jerr);
+    const char *id = json_string_value(json_object_get(o, "node_id"));
+    const char *cred = json_string_value(json_object_get(o, "credential"));
+    const char *srv = json_string_value(json_object_get(o, "server"));
+    int ok = 0;
+
+    if (id != NULL && cred != NULL && strlen(id) < sizeof(a->node_id) && cred[0] != '\0') {
+        snprintf(a->node_id, sizeof(a->node_id), "%s", id);
+        a->credential = strdup(cred);
+        ok = a->credential != NULL;
+        if (srv != NULL && strcmp(srv, a->cfg->server) != 0)
+            LOG_WARN("agent", "node.json was written for another server", "server=%s", srv);
+    }
+    json_decref(o);
+    return ok;
+}
+
+/* POST join; 1 on success, 0 on a final refusal, -1 to retry. */
+static int do_join(struct agent *a)
+{
+    json_t *body, *resp = NULL;
+    long status = 0;
+    int ret = -1;
+    const char *id, *cred;
+    char *text = NULL;
+
+    body = json_pack("{s:s, s:s, s:s, s:s, s:O}", "join_token", a->cfg->join_token, "name",
+                     a->cfg->name ? a->cfg->name : a->hostname, "hostname", a->hostname, "addr",
+                     a->addr, "labels", a->labels);
+    if (body == NULL)
+        return -1;
+    if (wrk_http_request(a->http, "POST", "/api/v1/agent/join", body, REQ_TIMEOUT_MS, &status,
+                         &resp) != RC_OK)
+        goto out;
+    if (status != 200 && status != 201) {
+        LOG_ERROR("agent", "join refused", "status=%ld", status);
+        ret = status >= 500 ? -1 : 0;
+        goto out;
+    }
+    id = json_string_value(json_object_get(resp, "node_id"));
+    cred = json_string_value(json_object_get(resp, "credential"));
+    if (id == NULL || cred == NULL || strlen(id) >= sizeof(a->node_id) || cred[0] == '\0') {
+        LOG_ERROR("agent", "join answer without node_id or credential", "");
+        ret = 0;
+        goto out;
+    }
+    json_decref(body);
+    body =
+        json_pack("{s:s, s:s, s:s}", "server", a->cfg->server, "node_id", id, "credential", cred);
+    text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (text == NULL || write_file_atomic(a->node_path, text, 0600) != RC_OK) {
+        LOG_ERROR("agent", "cannot write node.json", "path=%s", a->node_path);
+        ret = 0;
+        goto out;
+    }
+    snprintf(a->node_id, sizeof(a->node_id), "%s", id);
+    free(a->credential);
+    a->credential = strdup(cred);
+    ret = a->credential != NULL ? 1 : 0;
+    LOG_INFO("agent", "joined", "node_id=%s", a->node_id);
+out:
+    if (text != NULL)
+        memset(text, 0, strlen(text));
+    free(text);
+    json_decref(body);
+    json_decref(resp);
+    return ret;
+}
+
+/* ---- register ---- */
+
+static json_t *register_body(struct agent *a, const struct wrk_state *st)
+{
+    json_t *running = json_array(), *gpus = wrk_gpus_register_json(a->gpus);
+    for (size_t i = 0; running != NULL && st != NULL && i < st->n; i++) {
+        const struct wrk_state_attempt *sa = &st->attempts[i];
+        json_t *pids = json_array();
+        for (size_t j = 0; pids != NULL && j < sa->nprocs; j++)
+            json_array_append_new(pids, json_integer(sa->procs[j].pid));
+        json_array_append_new(running,
+                              json_pack("{s:s, s:o*}", "attempt_id", sa->attempt_id, "pids", pids));
+    }
+    return json_pack("{s:s, s:s, s:O, s:i, s:I, s:s, s:o*, s:o*}", "hostname", a->hostname, "addr",
+                     a->addr, "labels", a->labels, "cpus", wrk_host_cpus(), "memory_mb",
+                     (json_int_t)wrk_host_memory_mb(), "version", TY_VERSION, "gpus", gpus,
+                     "running", running);
+}
+
+static int in_list(const json_t *arr, const char *id)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const char *s = json_string_value(json_array_get(arr, i));
+        if (s != NULL && strcmp(s, id) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Keep only the attempts of st with a live process. */
+static void prune_dead(struct wrk_state *st)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        int alive = 0;
+        for (size_t j = 0; j < st->attempts[i].nprocs; j++)
+            alive |=
+                wrk_proc_alive(st->attempts[i].procs[j].pid, st->attempts[i].procs[j].starttime);
+        if (alive)
+            st->attempts[n++] = st->attempts[i];
+        else
+            LOG_INFO("agent", "recorded attempt no longer running", "attempt_id=%s",
+                     st->attempts[i].attempt_id);
+    }
+    st->n = n;
+}
+
+/*
+ * Register, retrying until it works or we are told to stop. 0 ok, -1 give
+ * up, -2 the credential was refused.
+ */
+static int do_register(struct agent *a, struct wrk_state *st)
+{
+    int backoff = 1000;
+    for (;;) {
+        json_t *body = register_body(a, st), *resp = NULL;
+        long status = 0;
+        enum rc rc;
+
+        if (body == NULL)
+            return -1;
+        rc = wrk_http_request(a->http, "POST", "/api/v1/agent/register", body, REQ_TIMEOUT_MS,
+                              &status, &resp);
+        json_decref(body);
+        if (rc == RC_OK && status == 200) {
+            const json_t *keep = json_object_get(resp, "keep"),
+                         *kill = json_object_get(resp, "kill");
+            json_int_t hb = json_integer_value(json_object_get(resp, "heartbeat_interval_ms"));
+            const char *id = json_string_value(json_object_get(resp, "node_id"));
+            if (hb >= 100 && hb <= 60000)
+                a->hb_ms = (int)hb;
+            if (id != NULL && strlen(id) < sizeof(a->node_id))
+                snprintf(a->node_id, sizeof(a->node_id), "%s", id);
+            for (size_t i = 0; i < st->n; i++) {
+                const struct wrk_state_attempt *sa = &st->attempts[i];
+                if (wrk_launcher_adopt(a->launcher, sa) != RC_OK)
+                    continue;
+                if (in_list(kill, sa->attempt_id) || !in_list(keep, sa->attempt_id)) {
+                    LOG_INFO("agent", "stopping a left-over attempt", "attempt_id=%s",
+                             sa->attempt_id);
+                    wrk_launcher_cancel(a->launcher, sa->attempt_id,
+                                        "stopped by the server after a worker restart");
+                } else {
+                    LOG_INFO("agent", "reattached", "attempt_id=%s", sa->attempt_id);
+                }
+            }
+            json_decref(resp);
+            LOG_INFO("agent", "registered", "node_id=%s gpus=%d heartbeat_ms=%d", a->node_id,
+                     wrk_gpus_count(a->gpus), a->hb_ms);
+            return 0;
+        }
+        json_decref(resp);
+        if (rc == RC_OK && (status == 401 || status == 403)) {
+            LOG_ERROR("agent", "register refused: the node credential is not valid", "status=%ld",
+                      status);
+            return -2;
+        }
+        LOG_WARN("agent", "register failed, retrying", "status=%ld", status);
+        for (int t = 0; t < backoff; t += 100) {
+            if (stopping(a))
+                return -1;
+            sleep_ms(100);
+        }
+        if (backoff < 10000)
+            backoff *= 2;
+    }
+}
+
+/* ---- the assignment poller ---- */
+
+static void enqueue(struct agent *a, struct qitem *q)
+{
+    pthread_mutex_lock(&a->qmu);
+    if (a->qtail != NULL)
+        a->qtail->next = q;
+    else
+        a->qhead = q;
+    a->qtail = q;
+    pthread_mutex_unlock(&a->qmu);
+}
+
+static void queue_cancel(struct agent *a, const char *id)
+{
+    struct qitem *q;
+    if (!wrk_id_valid(id))
+        return;
+    q = calloc(1, sizeof(*q));
+    if (q == NULL)
+        return;
+    q->is_cancel = 1;
+    snprintf(q->attempt_id, sizeof(q->attempt_id), "%s", id);
+    enqueue(a, q);
+}
+
+static void handle_assignments(struct agent *a, const json_t *resp)
+{
+    const json_t *arr = json_object_get(resp, "assignments");
+    const json_t *cancel = json_object_get(resp, "cancel");
+
+    for (size_t i = 0; i < json_array_size(arr) && i < 256; i++) {
+        struct err e;
+        struct wrk_assignment *as = NULL;
+        char *bad_id = NULL;
+        struct qitem *q = calloc(1, sizeof(*q));
+        enum rc rc;
+        if (q == NULL)
+            return;
+        err_init(&e);
+        rc = wrk_assignment_parse(json_array_get(arr, i), &as, &bad_id, &e);
+        if (rc == RC_OK) {
+            q->a = as;
+            snprintf(q->attempt_id, sizeof(q->attempt_id), "%s", as->attempt_id);
+        } else if (bad_id != NULL) {
+            LOG_WARN("agent", "invalid assignment", "attempt_id=%s error=\"%s\"", bad_id,
+                     e.message);
+            snprintf(q->attempt_id, sizeof(q->attempt_id), "%s", bad_id);
+            snprintf(q->reason, sizeof(q->reason), "%s", e.message);
+        } else {
+            LOG_WARN("agent", "invalid assignment without an attempt id", "error=\"%s\"",
+                     e.message);
+            free(q);
+            q = NULL;
+        }
+        free(bad_id);
+        if (q != NULL)
+            enqueue(a, q);
+    }
+    for (size_t i = 0; i < json_array_size(cancel); i++)
+        queue_cancel(a, json_string_value(json_array_get(cancel, i)));
+}
+
+static void *poll_main(void *arg)
+{
+    struct agent *a = arg;
+    int backoff = 500;
+    char path[64];
+
+    snprintf(path, sizeof(path), "/api/v1/agent/assignments?wait=%d", POLL_WAIT_S);
+    while (!atomic_load(&a->poll_stop)) {
+        json_t *resp = NULL;
+        long status = 0;
+        enum rc rc;
+        if (atomic_load(&a->poll_draining)) {
+            sleep_ms(200);
+            continue;
+        }
+        rc = wrk_http_request(a->poll_http, "GET", path, NULL, (POLL_WAIT_S + 15) * 1000L, &status,
+                              &resp);
+        if (rc == RC_OK && status == 200) {
+            handle_assignments(a, resp);
+            json_decref(resp);
+            backoff = 500;
+            continue;
+        }
+        json_decref(resp);
+        if (atomic_load(&a->poll_stop))
+            break;
+        LOG_WARN("agent", "assignment poll failed", "status=%ld", status);
+        for (int t = 0; t < backoff && !atomic_load(&a->poll_stop); t += 100)
+            sleep_ms(100);
+        if (backoff < 8000)
+            backoff *= 2;
+    }
+    return NULL;
+}
+
+/* ---- callbacks from launcher to shipper ---- */
+
+static void cb_line(void *ctx, const char *attempt_id, int rank, const char *stream, uint64_t seq,
+                    int64_t ts_ms, const char *text, size_t len)
+{
+    struct agent *a = ctx;
+    wrk_shipper_line(a->shipper, attempt_id, rank, stream, seq, ts_ms, text, len);
+}
+
+static void cb_started(void *ctx, const char *attempt_id, int node_rank, const pid_t *pids,
+                       size_t npids)
+{
+    struct agent *a = ctx;
+    wrk_shipper_started(a->shipper, attempt_id, node_rank, pids, npids);
+}
+
+static void cb_exit(void *ctx, const struct wrk_exit_report *r)
+{
+    struct agent *a = ctx;
+    wrk_shipper_exit(a->shipper, r);
+}
+
+static enum rc post_fn(void *ctx, const char *path, const json_t *body, long *status)
+{
+    struct agent *a = ctx;
+    return wrk_http_request(a->ship_http, "POST", path, body, REQ_TIMEOUT_MS, status, NULL);
+}
+
+/* ---- launching ---- */
+
+static void refuse(struct agent *a, const char *attempt_id, const struct wrk_assignment *as,
+                   const char *reason)
+{
+    struct wrk_exit_report r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.attempt_id, sizeof(r.attempt_id), "%s", attempt_id);
+    snprintf(r.reason, sizeof(r.reason), "%s", reason);
+    if (as != NULL) {
+        r.node_rank = as->node_rank;
+        for (size_t i = 0; i < as->nranks && i < WRK_MAX_RANKS; i++) {
+            r.ranks[i].rank = as->ranks[i].rank;
+            r.ranks[i].exit_code = -1;
+        }
+        r.nranks = as->nranks;
+    }
+    LOG_WARN("agent", "attempt refused", "attempt_id=%s reason=\"%s\"", attempt_id, reason);
+    wrk_shipper_exit(a->shipper, &r);
+}
+
+static void save_state(struct agent *a)
+{
+    struct wrk_state *st = NULL;
+    uint64_t gen = wrk_launcher_generation(a->launcher);
+    if (wrk_state_new(&st) != RC_OK)
+        return;
+    if (wrk_launcher_snapshot(a->launcher, st) == RC_OK &&
+        wrk_state_save(a->state_path, st) == RC_OK)
+        a->saved_gen = gen;
+    else
+        LOG_ERROR("agent", "cannot write the state file", "path=%s", a->state_path);
+    wrk_state_free(st);
+}
+
+static void launch(struct agent *a, struct wrk_assignment *as)
+{
+    char work[PATH_MAX], ckpt[PATH_MAX], ds_path[PATH_MAX + 32];
+    struct err e;
+    struct wrk_plan *plan = NULL;
+    struct wrk_plan_opts o;
+    struct wrk_launch_req req;
+    char reason[300];
+
+    err_init(&e);
+    if (wrk_launcher_has(a->launcher, as->attempt_id))
+        return; /* delivered twice */
+    if (a->draining) {
+        refuse(a, as->attempt_id, as, "node is draining");
+        return;
+    }
+    if (wrk_path_check(as->work_dir, a->roots, a->nroots, 1, work, sizeof(work), &e) != RC_OK ||
+        wrk_path_check(as->checkpoint_dir, a->roots, a->nroots, 1, ckpt, sizeof(ckpt), &e) !=
+            RC_OK ||
+        (as->resume_from[0] != '\0' && wrk_path_check(as->resume_from, a->roots, a->nroots, 0, ckpt,
+                                                      sizeof(ckpt), &e) != RC_OK)) {
+        snprintf(reason, sizeof(reason), "policy violation: %s", e.message);
+        refuse(a, as->attempt_id, as, reason);
+        return;
+    }
+    snprintf(ds_path, sizeof(ds_path), "%s/ds_config.json", work);
+    if (as->launcher == WRK_LAUNCH_DEEPSPEED &&
+        write_file_atomic(ds_path, as->ds_config ? as->ds_config : wrk_default_ds_config(), 0640) !=
+            RC_OK) {
+        refuse(a, as->attempt_id, as, "cannot write ds_config.json");
+        return;
+    }
+    memset(&o, 0, sizeof(o));
+    o.path = getenv("PATH");
+    o.home = getenv("HOME");
+    o.lang = getenv("LANG");
+    o.pythonpath = getenv("PYTHONPATH");
+    o.hostname = a->addr;
+    o.ds_config_path = ds_path;
+    if (wrk_plan_build(as, &o, &plan, &e) != RC_OK) {
+        refuse(a, as->attempt_id, as, e.message[0] ? e.message : "cannot build the launch plan");
+        return;
+    }
+    memset(&req, 0, sizeof(req));
+    req.attempt_id = as->attempt_id;
+    req.job_id = as->job_id;
+    req.node_rank = as->node_rank;
+    req.cwd = work;
+    req.plan = plan;
+    req.time_limit_s = as->time_limit_s;
+    req.grace_s = as->grace_s;
+    LOG_INFO("agent", "launching", "attempt_id=%s job_id=%s launcher=%s procs=%zu", as->attempt_id,
+             as->job_id, wrk_launcher_name(as->launcher), plan->nprocs);
+    if (wrk_launcher_start(a->launcher, &req, &e) != RC_OK)
+        refuse(a, as->attempt_id, as, e.message[0] ? e.message : "cannot start the ranks");
+    else
+        save_state(a); /* before anything else: no rank may go unrecorded */
+    wrk_plan_free(plan);
+}
+
+static void drain_queue(struct agent *a)
+{
+    struct qitem *q;
+    for (;;) {
+        pthread_mutex_lock(&a->qmu);
+        q = a->qhead;
+        if (q != NULL) {
+            a->qhead = q->next;
+            if (a->qhead == NULL)
+                a->qtail = NULL;
+        }
+        pthread_mutex_unlock(&a->qmu);
+        if (q == NULL)
+            return;
+        if (q->is_cancel) {
+            if (wrk_launcher_cancel(a->launcher, q->attempt_id, "cancelled"))
+                LOG_INFO("agent", "cancel", "attempt_id=%s", q->attempt_id);
+        } else if (q->a != NULL) {
+            launch(a, q->a);
+        } else {
+            refuse(a, q->attempt_id, NULL, q->reason);
+        }
+        wrk_assignment_free(q->a);
+        free(q);
+    }
+}
+
+static void heartbeat(struct agent *a)
+{
+    json_t *body, *resp = NULL;
+    long status = 0;
+
+    wrk_gpus_sample(a->gpus, wrk_launcher_gpu_busy, a->launcher);
+    body = json_pack("{s:o*, s:o*, s:b}", "gpus", wrk_gpus_heartbeat_json(a->gpus), "running",
+                     wrk_launcher_running_json(a->launcher), "draining", a->draining);
+    if (body == NULL)
+        return;
+    if (wrk_http_request(a->http, "POST", "/api/v1/agent/heartbeat", body, 5000L, &status, &resp) !=
+        RC_OK) {
+        LOG_WARN("agent", "heartbeat failed", "");
+    } else if (status != 200) {
+        LOG_WARN("agent", "heartbeat refused", "status=%ld", status);
+    } else {
+        const json_t *cancel = json_object_get(resp, "cancel");
+        for (size_t i = 0; i < json_array_size(cancel); i++) {
+            const char *id = json_string_value(json_array_get(cancel, i));
+            if (id != NULL && wrk_launcher_cancel(a->launcher, id, "cancelled"))
+                LOG_INFO("agent", "cancel", "attempt_id=%s", id);
+        }
+    }
+    json_decref(body);
+    json_decref(resp);
+}
+
+/* ---- setup and the loop ---- */
+
+static int setup(struct agent *a)
+{
+    struct err e;
+    const struct wrk_config *c = a->cfg;
+    const struct wrk_fake_spec *fake = c->fake ? &c->fake_spec : NULL;
+
+    err_init(&e);
+    if (gethostname(a->hostname, sizeof(a->hostname) - 1) != 0)
+        snprintf(a->hostname, sizeof(a->hostname), "localhost");
+    if (c->addr != NULL)
+        snprintf(a->addr, sizeof(a->addr), "%s", c->addr);
+    else
+        guess_addr(a->addr, sizeof(a->addr));
+    if (wrk_labels_parse(c->labels, &a->labels, &e) != RC_OK) {
+        LOG_ERROR("agent", "bad --labels", "error=\"%s\"", e.message);
+        return -1;
+    }
+    if (wrk_gpus_open(fake, c->name ? c->name : a->hostname, &a->gpus) != RC_OK)
+        return -1;
+    return 0;
+}
+
+int wrk_agent_run(const struct wrk_config *cfg)
+{
+    struct agent ag, *a = &ag;
+    struct wrk_state *st = NULL;
+    struct wrk_launcher_cb cb;
+    struct wrk_shipper_opts so;
+    int ret = 1, joined, rc;
+    int64_t next_hb, drain_deadline = 0;
+
+    memset(a, 0, sizeof(*a));
+    a->cfg = cfg;
+    a->hb_ms = cfg->heartbeat_ms > 0 ? cfg->heartbeat_ms : 2000;
+    atomic_init(&a->poll_stop, 0);
+    atomic_init(&a->poll_draining, 0);
+    pthread_mutex_init(&a->qmu, NULL);
+    if (setup(a) != 0)
+        goto out;
+    if (cfg->discover_only) {
+        json_t *b = register_body(a, NULL);
+        char *t = b ? json_dumps(b, JSON_INDENT(2)) : NULL;
+        if (t != NULL)
+            printf("%s\n", t);
+        free(t);
+        json_decref(b);
+        ret = t != NULL ? 0 : 1;
+        goto out;
+    }
+    if (mkdir(cfg->work_dir, 0750) != 0 && errno != EEXIST) {
+        LOG_ERROR("agent", "cannot create the work dir", "path=%s", cfg->work_dir);
+        goto out;
+    }
+    for (size_t i = 0; i < cfg->nroots && i < WRK_MAX_ROOTS; i++)
+        a->roots[a->nroots++] = cfg->roots[i];
+    if (a->nroots == 0)
+        a->roots[a->nroots++] = cfg->work_dir;
+    snprintf(a->node_path, sizeof(a->node_path), "%s/node.json", cfg->work_dir);
+    snprintf(a->state_path, sizeof(a->state_path), "%s/state.json", cfg->work_dir);
+    if (wrk_http_new(cfg->server, cfg->ca_file, &a->http) != RC_OK ||
+        wrk_http_new(cfg->server, cfg->ca_file, &a->poll_http) != RC_OK ||
+        wrk_http_new(cfg->server, cfg->ca_file, &a->ship_http) != RC_OK) {
+        LOG_ERROR("agent", "bad --server, want http:// or https://", "");
+        goto out;
+    }
+    joined = load_node(a);
+    while (!joined) {
+        int r;
+        if (cfg->join_token == NULL) {
+            LOG_ERROR("agent", "no node.json and no --join-token", "path=%s", a->node_path);
+            goto out;
+        }
+        r = do_join(a);
+        if (r == 0)
+            goto out;
+        if (r == 1)
+            break;
+        for (int t = 0; t < 2000; t += 100) {
+            if (stopping(a))
+                goto out;
+            sleep_ms(100);
+        }
+    }
+    if (wrk_http_set_credential(a->http, a->credential) != RC_OK ||
+        wrk_http_set_credential(a->poll_http, a->credential) != RC_OK ||
+        wrk_http_set_credential(a->ship_http, a->credential) != RC_OK)
+        goto out;
+
+    memset(&so, 0, sizeof(so));
+    so.post = post_fn;
+    so.post_ctx = a;
+    if (wrk_shipper_new(&so, &a->shipper) != RC_OK)
+        goto out;
+    cb.on_line = cb_line;
+    cb.on_started = cb_started;
+    cb.on_exit = cb_exit;
+    cb.ctx = a;
+    if (wrk_launcher_new(&cb, &a->launcher) != RC_OK)
+        goto out;
+    if (wrk_state_load(a->state_path, &st) != RC_OK) {
+        LOG_WARN("agent", "state file unreadable, ignoring it", "path=%s", a->state_path);
+        if (wrk_state_new(&st) != RC_OK)
+            goto out;
+    }
+    prune_dead(st);
+    rc = do_register(a, st);
+    if (rc == -2 && cfg->join_token != NULL) {
+        /* a stale node.json (the node was re-joined elsewhere): join again */
+        LOG_INFO("agent", "joining again with the join token", "");
+        if (do_join(a) != 1 || wrk_http_set_credential(a->http, a->credential) != RC_OK ||
+            wrk_http_set_credential(a->poll_http, a->credential) != RC_OK ||
+            wrk_http_set_credential(a->ship_http, a->credential) != RC_OK)
+            goto out;
+        rc = do_register(a, st);
+    }
+    if (rc != 0)
+        goto out;
+    save_state(a);
+    if (pthread_create(&a->poll_thr, NULL, poll_main, a) != 0)
+        goto out;
+    a->poll_started = 1;
+
+    next_hb = mono_ms();
+    for (;;) {
+        int64_t now = mono_ms();
+        if (stopping(a) && !a->draining) {
+            a->draining = 1;
+            atomic_store(&a->poll_draining, 1);
+            LOG_INFO("agent", "draining: stopping every rank", "");
+            wrk_launcher_cancel_all(a->launcher, "worker shutdown", cfg->grace_s);
+            drain_deadline = now + (int64_t)(cfg->grace_s > 0 ? cfg->grace_s : 30) * 1000 + 10000;
+            next_hb = now;
+        }
+        if (now >= next_hb) {
+            heartbeat(a);
+            next_hb = now + a->hb_ms;
+        }
+        drain_queue(a);
+        if (wrk_launcher_generation(a->launcher) != a->saved_gen)
+            save_state(a);
+        if (a->draining && wrk_launcher_count(a->launcher) == 0)
+            break;
+        if (a->draining && now >= drain_deadline) {
+            LOG_WARN("agent", "ranks still running at the drain deadline", "");
+            break;
+        }
+        sleep_ms(100);
+    }
+    heartbeat(a); /* draining, nothing running */
+    ret = 0;
+out:
+    if (a->poll_started) {
+        atomic_store(&a->poll_stop, 1);
+        wrk_http_abort(a->poll_http);
+        pthread_join(a->poll_thr, NULL);
+    }
+    /* the launcher first: once it is gone no callback can reach the shipper */
+    if (a->launcher != NULL) {
+        wrk_launcher_free(a->launcher);
+        a->launcher = NULL;
+        if (ret == 0) {
+            struct wrk_state *empty = NULL;
+            if (wrk_state_new(&empty) == RC_OK && wrk_state_save(a->state_path, empty) != RC_OK)
+                LOG_WARN("agent", "cannot clear the state file", "");
+            wrk_state_free(empty);
+        }
+    }
+    /* queued reports leave before the shipper goes */
+    wrk_shipper_free(a->shipper, 10000);
+    a->shipper = NULL;
+    while (a->qhead != NULL) {
+        struct qitem *q = a->qhead;
+        a->qhead = q->next;
+        wrk_assignment_free(q->a);
+        free(q);
+    }
+    wrk_state_free(st);
+    wrk_http_free(a->http);
+    wrk_http_free(a->poll_http);
+    wrk_http_free(a->ship_http);
+    wrk_gpus_free(a->gpus);
+    json_decref(a->labels);
+    if (a->credential != NULL) {
+        memset(a->credential, 0, strlen(a->credential));
+        free(a->credential);
+    }
+    pthread_mutex_destroy(&a->qmu);
+    return ret;
+}

@@ -1,0 +1,49 @@
+/*
+ * agent.h - the worker's life: join (once), register, then heartbeats, the
+ * assignment long-poll, launches, cancels, reports, and a draining shutdown.
+ *
+ * Threads (see worker/README.md): the caller's thread runs wrk_agent_run() as
+ * the control loop (heartbeats, launching, cancels, state file); it starts
+ * the assignment poller, the shipper and the launcher's I/O thread, and joins
+ * them before returning. Main thread only.
+ */
+#ifndef TY_WORKER_AGENT_H
+#define TY_WORKER_AGENT_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "err.h"
+#include "gpu.h"
+
+#define WRK_MAX_ROOTS 32
+
+struct wrk_config {
+    const char *server;               /* base URL, required */
+    const char *join_token;           /* only needed on the first start; never logged */
+    const char *name;                 /* node name, default the host name */
+    const char *labels;               /* "rack=r1,switch=s1" or NULL */
+    const char *work_dir;             /* holds node.json and state.json */
+    const char *addr;                 /* address other nodes reach this one at; NULL = guess */
+    const char *ca_file;              /* PEM bundle for https, NULL = default bundle */
+    const char *roots[WRK_MAX_ROOTS]; /* --allowed-root; none = work_dir */
+    size_t nroots;
+    int fake; /* use fake_spec instead of NVML */
+    struct wrk_fake_spec fake_spec;
+    int grace_s;                       /* shutdown grace for ranks, default 30 */
+    int heartbeat_ms;                  /* default 2000; the server's answer to register wins */
+    int discover_only;                 /* print the register body and exit */
+    const volatile sig_atomic_t *stop; /* set by the signal handler: drain and exit */
+};
+
+/*
+ * Parse "k=v,k2=v2" (keys [A-Za-z0-9_.-]{1,63}, values printable without ','
+ * or '=', at most 32 labels) into a new JSON object. RC_OK, RC_EINVAL (e
+ * filled) or RC_ENOMEM. s may be NULL or "" (empty object).
+ */
+enum rc wrk_labels_parse(const char *s, json_t **out, struct err *e) TY_WUR;
+
+/* Run until *cfg->stop is set and every rank has ended. Returns the process exit status. */
+int wrk_agent_run(const struct wrk_config *cfg);
+
+#endif

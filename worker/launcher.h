@@ -1,0 +1,126 @@
+/*
+ * launcher.h - starts and watches the processes of the attempts on this node.
+ *
+ * Each process is spawned with posix_spawn() into its own process group
+ * (POSIX_SPAWN_SETPGROUP), cwd = the attempt's work_dir, stdin /dev/null,
+ * stdout/stderr on non-blocking pipes. One I/O thread, started by
+ * wrk_launcher_new(), owns every pipe: it poll()s them, splits lines and hands
+ * them to cb->on_line; it also reaps children (waitpid WNOHANG every
+ * iteration, at most 100 ms apart), watches re-adopted processes through
+ * /proc, enforces time limits and the SIGTERM -> grace -> SIGKILL sequence,
+ * and finally calls cb->on_exit once per attempt after its last line.
+ * When one rank fails, the other ranks of the node get SIGTERM.
+ *
+ * Threads and locks: the launcher's mutex guards the attempt list and process
+ * status; it is never held while spawning, calling a callback or reading a
+ * pipe. Callbacks run on the I/O thread (on_started on the caller's thread)
+ * and must not call back into the launcher. All functions are thread-safe.
+ */
+#ifndef TY_WORKER_LAUNCHER_H
+#define TY_WORKER_LAUNCHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "assign.h"
+#include "err.h"
+#include "state.h"
+
+/* Longest line handed to on_line; longer lines arrive in pieces. */
+#define WRK_LINE_MAX 16384
+
+struct wrk_exit_rank {
+    int rank;
+    int exit_code; /* -1 when killed by a signal or unknown */
+    int signal;    /* 0 unless killed by a signal */
+};
+
+struct wrk_exit_report {
+    char attempt_id[WRK_ID_MAX + 1];
+    int node_rank;
+    size_t nranks;
+    struct wrk_exit_rank ranks[WRK_MAX_RANKS];
+    char reason[256]; /* "" when every rank exited 0 */
+};
+
+struct wrk_launcher_cb {
+    /* One line (ends in "\n" unless cut at WRK_LINE_MAX or at EOF); text is borrowed. */
+    void (*on_line)(void *ctx, const char *attempt_id, int rank, const char *stream, uint64_t seq,
+                    int64_t ts_ms, const char *text, size_t len);
+    /* Every process of an attempt was spawned; pids borrowed. */
+    void (*on_started)(void *ctx, const char *attempt_id, int node_rank, const pid_t *pids,
+                       size_t npids);
+    /* Every process of the attempt ended; r is borrowed. */
+    void (*on_exit)(void *ctx, const struct wrk_exit_report *r);
+    void *ctx;
+};
+
+struct wrk_launch_req {
+    const char *attempt_id;
+    const char *job_id;
+    int node_rank;
+    const char *cwd;             /* work_dir, must exist */
+    const struct wrk_plan *plan; /* borrowed; copied as needed */
+    int64_t time_limit_s;        /* 0 = none */
+    int grace_s;                 /* SIGTERM -> SIGKILL delay */
+};
+
+struct wrk_launcher;
+
+/* Start the I/O thread. cb is copied. RC_OK, RC_ENOMEM or RC_EINTERNAL. */
+enum rc wrk_launcher_new(const struct wrk_launcher_cb *cb, struct wrk_launcher **out) TY_WUR;
+
+/*
+ * Stop the I/O thread and free l. Processes still running are killed
+ * (SIGKILL to their groups) without a report: callers drain first.
+ */
+void wrk_launcher_free(struct wrk_launcher *l);
+
+/*
+ * Spawn every process of req. On success cb->on_started has run. If a spawn
+ * fails, the processes already started are killed and reaped, nothing is
+ * reported, and RC_EUNAVAIL is returned with e saying why. RC_ECONFLICT if the
+ * attempt is already running here.
+ */
+enum rc wrk_launcher_start(struct wrk_launcher *l, const struct wrk_launch_req *req,
+                           struct err *e) TY_WUR;
+
+/*
+ * Watch processes a previous worker started (from the state file). Dead ones
+ * count as ended; the exit report says "reattached; exit status unknown".
+ * RC_OK, RC_ECONFLICT or RC_ENOMEM.
+ */
+enum rc wrk_launcher_adopt(struct wrk_launcher *l, const struct wrk_state_attempt *a) TY_WUR;
+
+/*
+ * Stop an attempt: SIGTERM to each live process group now, SIGKILL after its
+ * grace period. reason (borrowed) goes into the exit report. Returns 1 if the
+ * attempt was found, else 0. Idempotent.
+ */
+int wrk_launcher_cancel(struct wrk_launcher *l, const char *attempt_id, const char *reason);
+
+/* Cancel every attempt; grace_s >= 0 replaces each attempt's own grace period. */
+void wrk_launcher_cancel_all(struct wrk_launcher *l, const char *reason, int grace_s);
+
+/* Attempts not yet reported as exited. */
+size_t wrk_launcher_count(struct wrk_launcher *l);
+
+/* Whether attempt_id is running here. */
+int wrk_launcher_has(struct wrk_launcher *l, const char *attempt_id);
+
+/* Whether a running attempt uses GPU index gpu. Usable as wrk_gpus_sample's busy(). */
+int wrk_launcher_gpu_busy(void *launcher, int gpu);
+
+/* [{"attempt_id":"31","pids":[...]}] of running attempts (new reference) or NULL on ENOMEM. */
+json_t *wrk_launcher_running_json(struct wrk_launcher *l);
+
+/* Append every running attempt to s. RC_OK or RC_ENOMEM. */
+enum rc wrk_launcher_snapshot(struct wrk_launcher *l, struct wrk_state *s) TY_WUR;
+
+/* A counter that changes whenever an attempt starts or ends (for the state file). */
+uint64_t wrk_launcher_generation(struct wrk_launcher *l);
+
+#endif

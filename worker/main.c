@@ -1,0 +1,185 @@
+/*
+ * main.c - trainyard-worker command line: parse options, install the signal
+ * handlers (they only set a flag), curl_global_init() once before any thread,
+ * then run the agent (agent.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "agent.h"
+#include "gpu.h"
+#include "log.h"
+
+static volatile sig_atomic_t g_stop; /* written only by on_signal() */
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard-worker --server URL [--join-token T] [--name N]\n"
+               "         [--labels rack=r1,switch=s1] [--fake-gpus COUNT[:MEMORY_GIB[:MODEL]]]\n"
+               "         [--work-dir DIR] [--addr IP] [--allowed-root PATH ...] [--grace-s 30]\n"
+               "         [--heartbeat-ms 2000] [--ca-file PEM] [--log-level info]\n"
+               "         [--log-debug comps] [--discover]\n"
+               "The join token is needed only on the first start; the node credential is\n"
+               "then kept in WORK_DIR/node.json (mode 0600).\n");
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"server", required_argument, NULL, 's'},
+        {"join-token", required_argument, NULL, 'j'},
+        {"name", required_argument, NULL, 'n'},
+        {"labels", required_argument, NULL, 'l'},
+        {"fake-gpus", required_argument, NULL, 'f'},
+        {"work-dir", required_argument, NULL, 'w'},
+        {"addr", required_argument, NULL, 'a'},
+        {"allowed-root", required_argument, NULL, 'r'},
+        {"grace-s", required_argument, NULL, 'g'},
+        {"heartbeat-ms", required_argument, NULL, 'b'},
+        {"ca-file", required_argument, NULL, 'c'},
+        {"log-level", required_argument, NULL, 'L'},
+        {"log-debug", required_argument, NULL, 'D'},
+        {"discover", no_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct wrk_config cfg;
+    struct sigaction sa;
+    struct err e;
+    int c, rc;
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.work_dir = "/var/lib/trainyard-worker";
+    cfg.grace_s = 30;
+    cfg.heartbeat_ms = 2000;
+    cfg.stop = &g_stop;
+    err_init(&e);
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            cfg.server = optarg;
+            break;
+        case 'j':
+            cfg.join_token = optarg;
+            break;
+        case 'n':
+            cfg.name = optarg;
+            break;
+        case 'l':
+            cfg.labels = optarg;
+            break;
+        case 'f':
+            if (wrk_fake_parse(optarg, &cfg.fake_spec, &e) != RC_OK) {
+                fprintf(stderr, "trainyard-worker: %s\n", e.message);
+                return 2;
+            }
+            cfg.fake = 1;
+            break;
+        case 'w':
+            cfg.work_dir = optarg;
+            break;
+        case 'a':
+            cfg.addr = optarg;
+            break;
+        case 'r':
+            if (cfg.nroots >= WRK_MAX_ROOTS || optarg[0] != '/') {
+                fprintf(stderr,
+                        "trainyard-worker: --allowed-root needs an absolute path (at most %d)\n",
+                        WRK_MAX_ROOTS);
+                return 2;
+            }
+            cfg.roots[cfg.nroots++] = optarg;
+            break;
+        case 'g':
+            if (parse_int(optarg, 0, 3600, &cfg.grace_s) != 0) {
+                fprintf(stderr, "trainyard-worker: --grace-s must be 0..3600\n");
+                return 2;
+            }
+            break;
+        case 'b':
+            if (parse_int(optarg, 100, 60000, &cfg.heartbeat_ms) != 0) {
+                fprintf(stderr, "trainyard-worker: --heartbeat-ms must be 100..60000\n");
+                return 2;
+            }
+            break;
+        case 'c':
+            cfg.ca_file = optarg;
+            break;
+        case 'L': {
+            enum log_level lvl;
+            if (log_parse_level(optarg, &lvl) != RC_OK) {
+                fprintf(stderr, "trainyard-worker: --log-level must be error|warn|info|debug\n");
+                return 2;
+            }
+            log_set_level(lvl);
+            break;
+        }
+        case 'D':
+            log_set_debug(optarg);
+            break;
+        case 'd':
+            cfg.discover_only = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc || (cfg.server == NULL && !cfg.discover_only)) {
+        usage(stderr);
+        return 2;
+    }
+    if (cfg.server == NULL)
+        cfg.server = "http://127.0.0.1";
+    if (cfg.work_dir[0] != '/') {
+        fprintf(stderr, "trainyard-worker: --work-dir must be absolute\n");
+        return 2;
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "trainyard-worker: curl init failed\n");
+        return 1;
+    }
+    LOG_INFO("agent", "starting", "server=%s work_dir=%s fake_gpus=%d roots=%zu", cfg.server,
+             cfg.work_dir, cfg.fake ? cfg.fake_spec.count : -1, cfg.nroots);
+    rc = wrk_agent_run(&cfg);
+    curl_global_cleanup();
+    LOG_INFO("agent", "stopped", "status=%d", rc);
+    return rc;
+}
