@@ -4,6 +4,9 @@
  *   api_admin.c  users, teams, memberships
  *   api_jobs.c   jobs
  *   api_misc.c   health, readiness, nodes, audit reads
+ *   api_agent.c  the worker protocol, join tokens, drain/undrain
+ *   api_logs.c   logs (paged and SSE), metrics, checkpoints
+ *   api_webhooks.c webhooks
  * Each is a srv_handler_fn (see srv.h); routes.c maps paths to them.
  */
 #ifndef TY_SERVER_API_H
@@ -40,6 +43,29 @@ enum rc api_job_events(struct srv_req *req);
 enum rc api_job_cancel(struct srv_req *req);
 
 enum rc api_node_list(struct srv_req *req);
+enum rc api_node_drain(struct srv_req *req);
+enum rc api_node_undrain(struct srv_req *req);
+enum rc api_join_token_create(struct srv_req *req);
+
+/* api_agent.c: the worker protocol (docs/agent-protocol.md) */
+enum rc api_agent_join(struct srv_req *req);
+enum rc api_agent_register(struct srv_req *req);
+enum rc api_agent_heartbeat(struct srv_req *req);
+enum rc api_agent_assignments(struct srv_req *req);
+enum rc api_agent_started(struct srv_req *req);
+enum rc api_agent_output(struct srv_req *req);
+enum rc api_agent_exit(struct srv_req *req);
+
+/* api_logs.c */
+enum rc api_job_logs(struct srv_req *req);
+enum rc api_job_metrics(struct srv_req *req);
+enum rc api_job_checkpoints(struct srv_req *req);
+
+/* api_webhooks.c */
+enum rc api_webhook_create(struct srv_req *req);
+enum rc api_webhook_list(struct srv_req *req);
+enum rc api_webhook_delete(struct srv_req *req);
+enum rc api_webhook_deliveries(struct srv_req *req);
 enum rc api_audit_events(struct srv_req *req);
 enum rc api_audit_verify(struct srv_req *req);
 

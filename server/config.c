@@ -50,6 +50,7 @@ static const struct opt opts[] = {
     S(log_level, "error, warn, info or debug"),
     S(log_debug, "components with debug logging, comma separated"),
     S(sched_policy, "scheduler policy"),
+    S(storage_root, "shared storage for job working dirs and checkpoints"),
     S(create_admin, "create an admin user with this name and exit"),
     I(http_threads, 1, 256, "HTTP worker threads"),
     I(db_pool_size, 1, 512, "PostgreSQL connections"),
@@ -71,6 +72,7 @@ void srv_config_defaults(struct srv_config *cfg)
     snprintf(cfg->data_dir, sizeof(cfg->data_dir), "var/server");
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
     snprintf(cfg->sched_policy, sizeof(cfg->sched_policy), "trainyard");
+    snprintf(cfg->storage_root, sizeof(cfg->storage_root), "/var/lib/trainyard");
     cfg->http_threads = 8;
     cfg->db_pool_size = 16;
     cfg->body_limit_bytes = 1 << 20;

@@ -15,26 +15,27 @@
 #define SRV_CFG_STR 256
 
 struct srv_config {
-    char listen[SRV_CFG_STR];      /* "0.0.0.0:8080" */
-    char database_url[1024];       /* libpq URI or conninfo; secret */
-    char data_dir[SRV_CFG_STR];    /* keys and local state */
-    char web_dir[SRV_CFG_STR];     /* static dashboard files; "" = none */
-    char public_url[SRV_CFG_STR];  /* how users reach the dashboard */
-    char log_level[16];            /* error|warn|info|debug */
-    char log_debug[128];           /* components with debug on */
-    char sched_policy[32];         /* scheduler policy name */
-    char create_admin[64];         /* --create-admin NAME: create and exit */
-    char config_file[SRV_CFG_STR]; /* the file read, if any */
-    int http_threads;              /* libmicrohttpd thread pool size */
-    int db_pool_size;              /* PostgreSQL connections */
-    int body_limit_bytes;          /* largest accepted request body */
-    int session_ttl_s;             /* browser session lifetime */
-    int node_timeout_s;            /* heartbeat silence before a node is down */
-    int sched_interval_ms;         /* longest time between scheduler passes */
-    int access_log;                /* 1 = one logfmt line per request */
-    int login_max_failures;        /* per user and per address, per window */
-    int login_window_s;            /* the rate-limit window */
-    int pbkdf2_iterations;         /* for new password hashes (>= 600000) */
+    char listen[SRV_CFG_STR];       /* "0.0.0.0:8080" */
+    char database_url[1024];        /* libpq URI or conninfo; secret */
+    char data_dir[SRV_CFG_STR];     /* keys and local state */
+    char web_dir[SRV_CFG_STR];      /* static dashboard files; "" = none */
+    char public_url[SRV_CFG_STR];   /* how users reach the dashboard */
+    char log_level[16];             /* error|warn|info|debug */
+    char log_debug[128];            /* components with debug on */
+    char sched_policy[32];          /* scheduler policy name */
+    char storage_root[SRV_CFG_STR]; /* shared storage for job dirs and checkpoints */
+    char create_admin[64];          /* --create-admin NAME: create and exit */
+    char config_file[SRV_CFG_STR];  /* the file read, if any */
+    int http_threads;               /* libmicrohttpd thread pool size */
+    int db_pool_size;               /* PostgreSQL connections */
+    int body_limit_bytes;           /* largest accepted request body */
+    int session_ttl_s;              /* browser session lifetime */
+    int node_timeout_s;             /* heartbeat silence before a node is down */
+    int sched_interval_ms;          /* longest time between scheduler passes */
+    int access_log;                 /* 1 = one logfmt line per request */
+    int login_max_failures;         /* per user and per address, per window */
+    int login_window_s;             /* the rate-limit window */
+    int pbkdf2_iterations;          /* for new password hashes (>= 600000) */
 };
 
 /* Fill cfg with the defaults. */

@@ -226,3 +226,29 @@ enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const 
     }
     return rc;
 }
+
+enum rc db_job_flags(PGconn *c, int64_t job_id, int *cancel, int *restarts, int *max, char *state,
+                     size_t state_size, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {id};
+    PGresult *r;
+    enum rc rc;
+
+    snprintf(id, sizeof(id), "%lld", (long long)job_id);
+    r = db_exec(c,
+                "SELECT cancel_requested, restarts, max_restarts, state FROM jobs WHERE id = $1 "
+                "FOR UPDATE",
+                1, p);
+    rc = db_result_rc(r, req_id);
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK) {
+        *cancel = PQgetvalue(r, 0, 0)[0] == 't';
+        *restarts = (int)strtol(PQgetvalue(r, 0, 1), NULL, 10);
+        *max = (int)strtol(PQgetvalue(r, 0, 2), NULL, 10);
+        snprintf(state, state_size, "%s", PQgetvalue(r, 0, 3));
+    }
+    PQclear(r);
+    return rc;
+}

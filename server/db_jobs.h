@@ -65,4 +65,9 @@ enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const 
                           const char *reason, const char *actor, const char *source,
                           const char *req_id) TY_WUR;
 
+/* Lock job_id and read what the lifecycle decides on: cancel requested,
+ * restarts used and allowed, state. */
+enum rc db_job_flags(PGconn *c, int64_t job_id, int *cancel, int *restarts, int *max, char *state,
+                     size_t state_size, const char *req_id) TY_WUR;
+
 #endif

@@ -141,6 +141,14 @@ void srv_actor(const struct srv_req *req, char *out, size_t out_size)
 /* ------------------------------------------------------------------ */
 /* Responses                                                            */
 
+static void release_db(struct srv_req *req)
+{
+    if (req->db != NULL) {
+        db_release(req->app->db, req->db);
+        req->db = NULL;
+    }
+}
+
 static void add_common_headers(struct MHD_Response *r, const struct srv_req *req)
 {
     MHD_add_response_header(r, "X-Request-Id", req->req_id);
@@ -215,10 +223,57 @@ static enum MHD_Result send_error_msg(struct srv_req *req, enum rc rc, const cha
     return send_error(req, rc);
 }
 
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct srv_req *req = cls;
+    long n = req->stream_fn(req->stream_cls, pos, buf, max);
+
+    return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;
+}
+
+static enum MHD_Result send_stream(struct srv_req *req)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, stream_reader, req, NULL);
+    enum MHD_Result ret;
+
+    if (r == NULL)
+        return MHD_NO;
+    add_common_headers(r, req);
+    MHD_add_response_header(r, "Content-Type", req->resp_ctype);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    req->status = 200;
+    ret = MHD_queue_response(req->conn, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+enum rc srv_reply_stream(struct srv_req *req, const char *ctype,
+                         long (*fn)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,
+                         void (*free_fn)(void *cls))
+{
+    req->stream_fn = fn;
+    req->stream_cls = cls;
+    req->stream_free = free_fn;
+    req->resp_ctype = ctype;
+    return RC_OK;
+}
+
+void srv_stream_wait(struct srv_req *req, int64_t key, int64_t deadline_ms)
+{
+    release_db(req);
+    req->poll_deadline_ms = deadline_ms;
+    MHD_suspend_connection(req->conn);
+    waiters_add(req->app->waiters, req, key);
+}
+
 static enum MHD_Result send_result(struct srv_req *req, enum rc rc)
 {
     if (rc != RC_OK)
         return send_error(req, rc);
+    if (req->stream_fn != NULL)
+        return send_stream(req);
     if (req->resp_raw != NULL) {
         char *raw = req->resp_raw;
         req->resp_raw = NULL;
@@ -406,14 +461,6 @@ static enum rc dispatch(struct http_ctx *ctx)
     return ((srv_handler_fn)route->handler)(req);
 }
 
-static void release_db(struct srv_req *req)
-{
-    if (req->db != NULL) {
-        db_release(req->app->db, req->db);
-        req->db = NULL;
-    }
-}
-
 static void ctx_init(struct http_ctx *ctx, struct srv_app *app, struct MHD_Connection *conn,
                      const char *url, const char *method)
 {
@@ -541,6 +588,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     release_db(req);
     if (req->poll_state_free != NULL)
         req->poll_state_free(req->poll_state);
+    if (req->stream_free != NULL)
+        req->stream_free(req->stream_cls);
     json_decref(req->body);
     json_decref(req->resp);
     free(req->resp_raw);

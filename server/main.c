@@ -19,9 +19,11 @@
 #include "db_users.h"
 #include "http.h"
 #include "log.h"
+#include "monitor.h"
 #include "ratelimit.h"
 #include "sched_loop.h"
 #include "waiters.h"
+#include "webhooks.h"
 
 /* Exit codes of --create-admin, for scripts. */
 #define EXIT_ADMIN_EXISTS 3
@@ -98,6 +100,8 @@ int main(int argc, char **argv)
     sigset_t sigs;
     int sig = 0, status = 1;
     struct sched_loop *sched = NULL;
+    struct monitor *monitor = NULL;
+    struct webhooks *hooks = NULL;
     enum rc rc;
 
     err_init(&e);
@@ -148,7 +152,8 @@ int main(int argc, char **argv)
         goto out;
     if (http_start(&app) != RC_OK)
         goto out;
-    if (sched_loop_start(&app, &sched) != RC_OK)
+    if (sched_loop_start(&app, &sched) != RC_OK || monitor_start(&app, &monitor) != RC_OK ||
+        webhooks_start(&app, &hooks) != RC_OK)
         goto out;
     LOG_INFO("main", "trainyard-server ready", "port=%d schema=%d", http_port(&app),
              db_schema_version_known());
@@ -158,6 +163,8 @@ int main(int argc, char **argv)
 out:
     app.stopping = 1;
     sched_loop_stop(sched);
+    monitor_stop(monitor);
+    webhooks_stop(hooks);
     if (app.waiters != NULL)
         waiters_stop(app.waiters);
     http_stop(&app, 10000);

@@ -14,6 +14,13 @@
 
 static const struct router_route table[] = {
     R("GET", "/healthz", SRV_AUTH_NONE, api_healthz),
+    R("GET", "/api/v1/agent/assignments", SRV_AUTH_AGENT, api_agent_assignments),
+    R("POST", "/api/v1/agent/attempts/{id}/exit", SRV_AUTH_AGENT, api_agent_exit),
+    R("POST", "/api/v1/agent/attempts/{id}/output", SRV_AUTH_AGENT, api_agent_output),
+    R("POST", "/api/v1/agent/attempts/{id}/started", SRV_AUTH_AGENT, api_agent_started),
+    R("POST", "/api/v1/agent/heartbeat", SRV_AUTH_AGENT, api_agent_heartbeat),
+    R("POST", "/api/v1/agent/join", SRV_AUTH_NONE, api_agent_join),
+    R("POST", "/api/v1/agent/register", SRV_AUTH_AGENT, api_agent_register),
     R("GET", "/readyz", SRV_AUTH_NONE, api_readyz),
     R("GET", "/api/v1/audit/events", SRV_AUTH_AUDIT, api_audit_events),
     R("GET", "/api/v1/audit/verify", SRV_AUTH_AUDIT, api_audit_verify),
@@ -23,9 +30,15 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/jobs", SRV_AUTH_USER, api_job_submit),
     R("GET", "/api/v1/jobs/{id}", SRV_AUTH_USER, api_job_get),
     R("POST", "/api/v1/jobs/{id}/cancel", SRV_AUTH_USER, api_job_cancel),
+    R("GET", "/api/v1/jobs/{id}/checkpoints", SRV_AUTH_USER, api_job_checkpoints),
     R("GET", "/api/v1/jobs/{id}/events", SRV_AUTH_USER, api_job_events),
+    R("GET", "/api/v1/jobs/{id}/logs", SRV_AUTH_USER, api_job_logs),
+    R("GET", "/api/v1/jobs/{id}/metrics", SRV_AUTH_USER, api_job_metrics),
     R("GET", "/api/v1/me", SRV_AUTH_USER, api_me),
     R("GET", "/api/v1/nodes", SRV_AUTH_USER, api_node_list),
+    R("POST", "/api/v1/nodes/join-tokens", SRV_AUTH_ADMIN, api_join_token_create),
+    R("POST", "/api/v1/nodes/{id}/drain", SRV_AUTH_ADMIN, api_node_drain),
+    R("POST", "/api/v1/nodes/{id}/undrain", SRV_AUTH_ADMIN, api_node_undrain),
     R("GET", "/api/v1/teams", SRV_AUTH_USER, api_team_list),
     R("POST", "/api/v1/teams", SRV_AUTH_ADMIN, api_team_create),
     R("GET", "/api/v1/teams/{id}", SRV_AUTH_USER, api_team_get),
@@ -40,6 +53,10 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/users", SRV_AUTH_ADMIN, api_user_create),
     R("GET", "/api/v1/users/{id}", SRV_AUTH_ADMIN, api_user_get),
     R("PATCH", "/api/v1/users/{id}", SRV_AUTH_ADMIN, api_user_update),
+    R("GET", "/api/v1/webhooks", SRV_AUTH_USER, api_webhook_list),
+    R("POST", "/api/v1/webhooks", SRV_AUTH_USER, api_webhook_create),
+    R("DELETE", "/api/v1/webhooks/{id}", SRV_AUTH_USER, api_webhook_delete),
+    R("GET", "/api/v1/webhooks/{id}/deliveries", SRV_AUTH_USER, api_webhook_deliveries),
 };
 
 const struct router_route *routes_table(size_t *n)

@@ -74,7 +74,12 @@ struct srv_req {
     void *poll_state;                          /* owned by the handler that suspended */
     void (*poll_state_free)(void *);
     int64_t poll_deadline_ms;  /* monotonic deadline of the wait */
+    int64_t poll_arg;          /* handler-defined value kept across a wait */
     struct srv_req *poll_next; /* link in the waiters list (waiters.c) */
+    /* Streaming answers (Server-Sent Events): see srv_reply_stream. */
+    long (*stream_fn)(void *cls, uint64_t pos, char *buf, size_t max);
+    void *stream_cls;
+    void (*stream_free)(void *cls);
 };
 
 /* A route handler. Returns RC_OK after setting status/resp, or an error rc
@@ -107,6 +112,20 @@ enum rc srv_fail(struct srv_req *req, enum rc rc, const char *field, const char 
  */
 void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
                  enum rc (*resume_fn)(struct srv_req *req));
+
+/*
+ * Answer with a stream of unknown length (Server-Sent Events). fn is called
+ * on a pool thread whenever the connection can take more: it returns the
+ * bytes written to buf, 0 after parking itself with srv_stream_wait(), or
+ * -1 to end the stream. cls is freed with free_fn when the request ends.
+ */
+enum rc srv_reply_stream(struct srv_req *req, const char *ctype,
+                         long (*fn)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,
+                         void (*free_fn)(void *cls));
+
+/* From inside a stream callback: suspend until waiters_notify(key) or
+ * deadline_ms (monotonic), then the callback runs again. */
+void srv_stream_wait(struct srv_req *req, int64_t key, int64_t deadline_ms);
 
 /* The one map from rc to HTTP status. */
 int srv_http_status(enum rc rc);

@@ -308,3 +308,85 @@ class ServerTest(unittest.TestCase):
 
 def main():
     unittest.main(verbosity=2)
+
+
+class Worker:
+    """A trainyard-worker with fake GPUs, joined to a server."""
+
+    def __init__(self, server_url, join_token, name, gpus=2, work_dir=None, allowed_root=None,
+                 labels=None, extra=()):
+        self.name = name
+        self.server_url = server_url
+        self.join_token = join_token
+        self.work_dir = work_dir or tempfile.mkdtemp(prefix="ty-worker-")
+        self.allowed_root = allowed_root
+        self.gpus = gpus
+        self.labels = labels
+        self.extra = list(extra)
+        self.log_path = os.path.join(self.work_dir, "worker.log")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        cmd = [WORKER_BIN, "--server", self.server_url, "--join-token", self.join_token,
+               "--name", self.name, "--fake-gpus", str(self.gpus), "--work-dir", self.work_dir,
+               "--addr", "127.0.0.1", "--heartbeat-ms", "500", "--grace-s", "5"] + self.extra
+        if self.allowed_root:
+            cmd += ["--allowed-root", self.allowed_root]
+        if self.labels:
+            cmd += ["--labels", self.labels]
+        env = dict(os.environ)
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=env)
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+    def log_tail(self, n=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self, check=True):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("worker %s did not stop:\n%s" % (self.name, self.log_tail()))
+        self.log.close()
+        if check and self.proc.returncode != 0:
+            raise AssertionError("worker %s exited with %d:\n%s" % (self.name, self.proc.returncode,
+                                                                   self.log_tail(80)))
+
+
+def processes_with_env(marker):
+    """PIDs whose environment contains marker (to prove nothing was left behind)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % d, "rb") as f:
+                if marker.encode() in f.read():
+                    pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+def wait_for(fn, timeout=60, interval=0.2, what="condition"):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))

@@ -50,9 +50,41 @@ class AuthzMatrixTest(ServerTest):
 
         J, A, B = job["id"], alpha["id"], beta["id"]
         U = spare_u["id"]
+        # A node: joined with a join token, registered with its credential.
+        st, jt, _ = clients["admin"].post("/api/v1/nodes/join-tokens", {"uses": 1})
+        st, joined, _ = clients["anon"].post("/api/v1/agent/join", {"join_token": jt["token"],
+                                                                    "name": "matrix-node"})
+        self.assertEqual(st, 201, joined)
+        node = Client(self.server.url, token=joined["credential"])
+        st, reg, _ = node.post("/api/v1/agent/register", {"gpus": []})
+        self.assertEqual(st, 200, reg)
+        N = joined["node_id"]
+        # A node credential opens only the agent routes; user tokens never do.
+        self.assert_error(node.get("/api/v1/me"), 401)
+        self.assert_error(node.get("/api/v1/jobs"), 401)
+        self.assertEqual(node.post("/api/v1/agent/heartbeat", {"gpus": []})[0], 200)
+        st, hook, _ = clients["member"].post("/api/v1/webhooks", {"team": "alpha",
+                                                                  "url": "http://127.0.0.1:9/h"})
+        self.assertEqual(st, 201, hook)
+
+        def fresh_hook(_caller):
+            st, h, _ = clients["member"].post("/api/v1/webhooks", {"team": "alpha",
+                                                                   "url": "http://127.0.0.1:9/h"})
+            return "/api/v1/webhooks/" + h["id"], None
         rows = [
             ("GET", "/healthz", "/healthz", None, [200, 200, 200, 200, 200]),
             ("GET", "/readyz", "/readyz", None, [200, 200, 200, 200, 200]),
+            ("GET", "/api/v1/agent/assignments", "/api/v1/agent/assignments", None, [401] * 5),
+            ("POST", "/api/v1/agent/attempts/{id}/exit", "/api/v1/agent/attempts/1/exit",
+             {"ranks": []}, [401] * 5),
+            ("POST", "/api/v1/agent/attempts/{id}/output", "/api/v1/agent/attempts/1/output",
+             {}, [401] * 5),
+            ("POST", "/api/v1/agent/attempts/{id}/started", "/api/v1/agent/attempts/1/started",
+             {}, [401] * 5),
+            ("POST", "/api/v1/agent/heartbeat", "/api/v1/agent/heartbeat", {}, [401] * 5),
+            ("POST", "/api/v1/agent/register", "/api/v1/agent/register", {}, [401] * 5),
+            ("POST", "/api/v1/agent/join", "/api/v1/agent/join",
+             {"join_token": "tyj_not_a_token", "name": "intruder"}, [401] * 5),
             ("GET", "/api/v1/audit/events", "/api/v1/audit/events", None, [401, 403, 403, 200, 200]),
             ("GET", "/api/v1/audit/verify", "/api/v1/audit/verify", None, [401, 403, 403, 200, 200]),
             ("POST", "/api/v1/auth/login", "/api/v1/auth/login",
@@ -63,8 +95,18 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/jobs/{id}", "/api/v1/jobs/" + J, None, [401, 200, 404, 200, 200]),
             ("POST", "/api/v1/jobs/{id}/cancel", fresh_job, None, [401, 202, 404, 403, 202]),
             ("GET", "/api/v1/jobs/{id}/events", "/api/v1/jobs/%s/events" % J, None, [401, 200, 404, 200, 200]),
+            ("GET", "/api/v1/jobs/{id}/logs", "/api/v1/jobs/%s/logs" % J, None, [401, 200, 404, 200, 200]),
+            ("GET", "/api/v1/jobs/{id}/metrics", "/api/v1/jobs/%s/metrics" % J, None, [401, 200, 404, 200, 200]),
+            ("GET", "/api/v1/jobs/{id}/checkpoints", "/api/v1/jobs/%s/checkpoints" % J, None,
+             [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/me", "/api/v1/me", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/nodes", "/api/v1/nodes", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/nodes/join-tokens", "/api/v1/nodes/join-tokens", {"uses": 1},
+             [401, 403, 403, 403, 201]),
+            ("POST", "/api/v1/nodes/{id}/drain", "/api/v1/nodes/%s/drain" % N, None,
+             [401, 403, 403, 403, 200]),
+            ("POST", "/api/v1/nodes/{id}/undrain", "/api/v1/nodes/%s/undrain" % N, None,
+             [401, 403, 403, 403, 200]),
             ("GET", "/api/v1/teams", "/api/v1/teams", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/teams", "/api/v1/teams", lambda: {"name": uniq()}, [401, 403, 403, 403, 201]),
             ("GET", "/api/v1/teams/{id}", "/api/v1/teams/" + A, None, [401, 200, 404, 200, 200]),
@@ -83,6 +125,12 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/users/{id}", "/api/v1/users/" + U, None, [401, 403, 403, 403, 200]),
             ("PATCH", "/api/v1/users/{id}", "/api/v1/users/" + U, {"display_name": "S"},
              [401, 403, 403, 403, 200]),
+            ("GET", "/api/v1/webhooks", "/api/v1/webhooks", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/webhooks", "/api/v1/webhooks",
+             {"team": "alpha", "url": "http://127.0.0.1:9/h"}, [401, 201, 404, 403, 201]),
+            ("DELETE", "/api/v1/webhooks/{id}", fresh_hook, None, [401, 200, 404, 403, 200]),
+            ("GET", "/api/v1/webhooks/{id}/deliveries", "/api/v1/webhooks/%s/deliveries" % hook["id"],
+             None, [401, 200, 404, 200, 200]),
         ]
         covered = {(m, p) for m, p, _, _, _ in rows}
         missing = routes_in_source() - covered
@@ -98,7 +146,8 @@ class AuthzMatrixTest(ServerTest):
                 if st != want:
                     failures.append("%s %s as %s: got %d, want %d (%s)" % (method, pattern, caller,
                                                                           st, want, resp))
-                if st in (401, 403) and pattern != "/api/v1/auth/login":
+                # Refused sign-ins and joins are themselves audited; nothing else is.
+                if st in (401, 403) and pattern not in ("/api/v1/auth/login", "/api/v1/agent/join"):
                     self.assertEqual(resp["error"]["code"],
                                      "unauthenticated" if st == 401 else "permission_denied")
                     after = self.db.sql("SELECT count(*) FROM audit_events")[0][0]

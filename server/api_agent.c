@@ -1,0 +1,675 @@
+/*
+ * api_agent.c - the worker protocol (docs/agent-protocol.md) and the admin
+ * side of nodes: join tokens, drain and undrain.
+ *
+ * Every change of a node's or a job's state is audited in the transaction
+ * that makes it. Logs and metrics are data, not control changes: they are
+ * stored but not audited (checkpoint records are).
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_util.h"
+#include "app.h"
+#include "crypto.h"
+#include "db.h"
+#include "db_agent.h"
+#include "db_audit.h"
+#include "db_jobs.h"
+#include "lifecycle.h"
+#include "waiters.h"
+
+#define AGENT_HEARTBEAT_MS 2000
+#define AGENT_MAX_WAIT_S 60
+
+/* [a-z0-9][a-z0-9._-]{0,62}: node names appear in URLs, logs and labels. */
+static int valid_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 63 || !(islower((unsigned char)*s) || isdigit((unsigned char)*s)))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '.' ||
+              s[i] == '-' || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+static int valid_ip(const char *s)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+/* labels: an object of at most 16 short string values with slug keys. */
+static enum rc check_labels(struct srv_req *req, const json_t *labels)
+{
+    const char *k;
+    json_t *v;
+
+    if (labels == NULL)
+        return RC_OK;
+    if (!json_is_object(labels) || json_object_size(labels) > 16)
+        return srv_fail(req, RC_EINVAL, "labels", "labels must be an object of at most 16 strings");
+    json_object_foreach((json_t *)labels, k, v)
+    {
+        if (!valid_name(k) || !json_is_string(v) || json_string_length(v) > 128)
+            return srv_fail(req, RC_EINVAL, "labels",
+                            "label \"%.32s\" must be a-z0-9._- with a "
+                            "string value of at most 128 bytes",
+                            k);
+    }
+    return RC_OK;
+}
+
+static void node_actor(struct srv_req *req, char *out, size_t n)
+{
+    snprintf(out, n, "node:%s", req->who.node_name);
+}
+
+static enum rc audit_node_state(struct srv_req *req, const char *from, const char *to,
+                                const char *why)
+{
+    char target[96];
+    json_t *d;
+    enum rc rc;
+
+    if (strcmp(from, to) == 0)
+        return RC_OK;
+    snprintf(target, sizeof(target), "node:%s", req->who.node_name);
+    d = json_pack("{s:s,s:s,s:s}", "from", from, "to", to, "reason", why);
+    rc = audit_append_req(req, "node.state", target, "success", d);
+    json_decref(d);
+    return rc;
+}
+
+enum rc api_join_token_create(struct srv_req *req)
+{
+    static const char *const allowed[] = {"ttl_s", "uses", NULL};
+    int64_t ttl = 86400, uses = 1;
+    int has;
+    char tok[80], h[CRYPTO_SHA256_HEX_LEN + 1], target[48];
+    json_t *row = NULL, *d;
+    enum rc rc;
+
+    if (req->body != NULL &&
+        ((rc = api_body_object(req, allowed)) != RC_OK ||
+         (rc = api_opt_int(req, "ttl_s", 60, 30LL * 86400, &ttl, &has)) != RC_OK ||
+         (rc = api_opt_int(req, "uses", 1, 10000, &uses, &has)) != RC_OK))
+        return rc;
+    if (crypto_random_token("tyj_", 32, tok, sizeof(tok)) != RC_OK)
+        return RC_EINTERNAL;
+    crypto_sha256_hex(tok, strlen(tok), h);
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = db_join_token_create(req->db, req->who.user_id, ttl, uses, h, &row, req->req_id);
+    if (rc == RC_OK) {
+        snprintf(target, sizeof(target), "join_token:%s",
+                 json_string_value(json_object_get(row, "id")));
+        d = json_pack("{s:I,s:I}", "ttl_s", (json_int_t)ttl, "uses", (json_int_t)uses);
+        rc = audit_append_req(req, "node.join_token.create", target, "success", d);
+        json_decref(d);
+    }
+    if ((rc = api_end(req, rc)) != RC_OK) {
+        json_decref(row);
+        return rc;
+    }
+    json_object_set_new(row, "token", json_string(tok));
+    return srv_reply(req, 201, row);
+}
+
+enum rc api_agent_join(struct srv_req *req)
+{
+    static const char *const allowed[] = {"join_token", "name", "hostname", "addr", "labels", NULL};
+    const char *token, *name, *host, *addr;
+    char h[CRYPTO_SHA256_HEX_LEN + 1], cred[80], ch[CRYPTO_SHA256_HEX_LEN + 1], target[96], id[24];
+    char *labels = NULL;
+    int64_t node_id = 0;
+    enum rc rc;
+
+    if ((rc = api_body_object(req, allowed)) != RC_OK ||
+        (rc = api_opt_string(req, "join_token", 1, 128, &token)) != RC_OK ||
+        (rc = api_opt_string(req, "name", 1, 63, &name)) != RC_OK ||
+        (rc = api_opt_string(req, "hostname", 0, 255, &host)) != RC_OK ||
+        (rc = api_opt_string(req, "addr", 0, 64, &addr)) != RC_OK ||
+        (rc = check_labels(req, json_object_get(req->body, "labels"))) != RC_OK)
+        return rc;
+    if (token == NULL)
+        return srv_fail(req, RC_EINVAL, "join_token", "join_token is required");
+    if (name == NULL || !valid_name(name))
+        return srv_fail(req, RC_EINVAL, "name", "name must be 1 to 63 of a-z, 0-9, '.', '_', '-'");
+    if (addr != NULL && addr[0] != '\0' && !valid_ip(addr))
+        return srv_fail(req, RC_EINVAL, "addr", "addr must be an IP address");
+    if (addr == NULL || addr[0] == '\0')
+        addr = req->client_addr;
+    crypto_sha256_hex(token, strlen(token), h);
+    snprintf(target, sizeof(target), "node:%s", name);
+    if (crypto_random_token("tyn_", 32, cred, sizeof(cred)) != RC_OK)
+        return RC_EINTERNAL;
+    crypto_sha256_hex(cred, strlen(cred), ch);
+    labels = json_object_get(req->body, "labels") != NULL
+                 ? json_dumps(json_object_get(req->body, "labels"), JSON_COMPACT)
+                 : strdup("{}");
+    if (labels == NULL)
+        return RC_ENOMEM;
+    if ((rc = api_begin(req)) != RC_OK)
+        goto out;
+    rc = db_join_token_use(req->db, h, req->req_id);
+    if (rc == RC_EAUTH) {
+        api_end(req, RC_EAUTH);
+        (void)audit_append_alone(req, "node.join", target, "failure", NULL);
+        rc = srv_fail(req, RC_EAUTH, "join_token", "the join token is unknown, expired or used up");
+        goto out;
+    }
+    if (rc == RC_OK)
+        rc = db_node_join(req->db, name, host ? host : "", addr, labels, ch, &node_id, req->req_id);
+    if (rc == RC_OK) {
+        json_t *d = json_pack("{s:s}", "addr", addr);
+        rc = audit_append_req(req, "node.join", target, "success", d);
+        json_decref(d);
+    }
+    if ((rc = api_end(req, rc)) != RC_OK)
+        goto out;
+    rc = srv_reply(
+        req, 201,
+        json_pack("{s:s,s:s}", "node_id", api_i64(node_id, id, sizeof(id)), "credential", cred));
+out:
+    free(labels);
+    return rc;
+}
+
+/* Validate the inventory of a register body. */
+static enum rc check_inventory(struct srv_req *req)
+{
+    static const char *const allowed[] = {"hostname", "addr", "labels",  "cpus", "memory_mb",
+                                          "version",  "gpus", "running", NULL};
+    json_t *gpus, *g;
+    size_t i;
+    const char *s;
+    enum rc rc;
+
+    if ((rc = api_body_object(req, allowed)) != RC_OK ||
+        (rc = api_opt_string(req, "hostname", 0, 255, &s)) != RC_OK ||
+        (rc = api_opt_string(req, "version", 0, 64, &s)) != RC_OK ||
+        (rc = api_opt_string(req, "addr", 0, 64, &s)) != RC_OK ||
+        (rc = check_labels(req, json_object_get(req->body, "labels"))) != RC_OK)
+        return rc;
+    if (s != NULL && s[0] != '\0' && !valid_ip(s))
+        return srv_fail(req, RC_EINVAL, "addr", "addr must be an IP address");
+    gpus = json_object_get(req->body, "gpus");
+    if (gpus != NULL && (!json_is_array(gpus) || json_array_size(gpus) > 64))
+        return srv_fail(req, RC_EINVAL, "gpus", "gpus must be an array of at most 64 GPUs");
+    json_array_foreach(gpus, i, g)
+    {
+        json_t *idx = json_object_get(g, "index");
+        if (!json_is_object(g) || !json_is_integer(idx) || json_integer_value(idx) < 0 ||
+            json_integer_value(idx) > 63 || !json_is_string(json_object_get(g, "uuid")) ||
+            !json_is_string(json_object_get(g, "model")) ||
+            json_string_length(json_object_get(g, "uuid")) > 128 ||
+            json_string_length(json_object_get(g, "model")) > 128)
+            return srv_fail(req, RC_EINVAL, "gpus", "gpus[%zu] needs index 0..63, uuid and model",
+                            i);
+    }
+    if (json_object_get(req->body, "running") != NULL &&
+        !json_is_array(json_object_get(req->body, "running")))
+        return srv_fail(req, RC_EINVAL, "running", "running must be an array");
+    return RC_OK;
+}
+
+/*
+ * Attempts this node had started but no longer runs (its worker restarted
+ * and the ranks are gone): a loss of the node's part, not a job failure.
+ */
+static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
+{
+    char actor[96], why[160], target[96];
+    size_t i;
+    json_t *a, *d;
+    enum rc rc = RC_OK;
+
+    node_actor(req, actor, sizeof(actor));
+    snprintf(why, sizeof(why), "node %s lost its ranks (worker restarted)", req->who.node_name);
+    snprintf(target, sizeof(target), "node:%s", req->who.node_name);
+    d = json_pack("{s:O,s:s}", "attempts", lost, "reason", "worker restarted; ranks gone");
+    rc = audit_append_req(req, "node.ranks_lost", target, "success", d);
+    json_decref(d);
+    json_array_foreach(lost, i, a)
+    {
+        int64_t attempt_id = strtoll(json_string_value(a), NULL, 10);
+        struct db_attempt_info info = {0};
+        if (rc == RC_OK)
+            rc = db_attempt_info(req->db, attempt_id, req->who.node_id, 1, &info, req->req_id);
+        if (rc == RC_OK)
+            rc = lifecycle_node_lost(req->db, attempt_id, info.job_id, req->who.node_id, why,
+                                     req->app->cfg->node_timeout_s + 5, actor, req->req_id);
+    }
+    return rc;
+}
+
+enum rc api_agent_register(struct srv_req *req)
+{
+    const char *addr;
+    char old[16], id[24];
+    json_t *running, *stop = NULL, *lost = NULL, *keep = NULL;
+    size_t i;
+    json_t *r;
+    enum rc rc;
+
+    if ((rc = check_inventory(req)) != RC_OK)
+        return rc;
+    addr = json_string_value(json_object_get(req->body, "addr"));
+    if (addr == NULL || addr[0] == '\0')
+        addr = req->client_addr;
+    running = json_object_get(req->body, "running");
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc =
+        db_node_register(req->db, req->who.node_id, req->body, addr, old, sizeof(old), req->req_id);
+    if (rc == RC_OK)
+        rc = audit_node_state(req, old, strcmp(old, "draining") == 0 ? "draining" : "ready",
+                              "worker registered");
+    if (rc == RC_OK) {
+        char target[96];
+        json_t *d = json_pack("{s:I,s:s}", "gpus",
+                              (json_int_t)json_array_size(json_object_get(req->body, "gpus")),
+                              "addr", addr);
+        snprintf(target, sizeof(target), "node:%s", req->who.node_name);
+        rc = audit_append_req(req, "node.register", target, "success", d);
+        json_decref(d);
+    }
+    if (rc == RC_OK)
+        rc = db_attempts_to_stop(req->db, req->who.node_id, running, &stop, req->req_id);
+    if (rc == RC_OK)
+        rc = db_attempts_lost_on_node(req->db, req->who.node_id, running, &lost, req->req_id);
+    if (rc == RC_OK && json_array_size(lost) > 0)
+        rc = lose_attempts(req, lost);
+    if (rc == RC_OK)
+        rc = db_allocs_redeliver(req->db, req->who.node_id, req->req_id);
+    rc = api_end(req, rc);
+    if (rc != RC_OK)
+        goto out;
+    /* Long-polls left by the previous worker process see the new generation
+     * and give up; the new process polls next. */
+    waiters_notify(req->app->waiters, req->who.node_id);
+    keep = json_array();
+    json_array_foreach(running, i, r)
+    {
+        json_t *aid = json_object_get(r, "attempt_id");
+        int stopping = 0;
+        size_t k;
+        json_t *s;
+        json_array_foreach(stop, k, s)
+        {
+            stopping |= json_equal(s, aid);
+        }
+        if (json_is_string(aid) && !stopping)
+            json_array_append(keep, aid);
+    }
+    app_wake_scheduler(req->app);
+    rc = srv_reply(req, 200,
+                   json_pack("{s:s,s:i,s:O,s:O}", "node_id",
+                             api_i64(req->who.node_id, id, sizeof(id)), "heartbeat_interval_ms",
+                             AGENT_HEARTBEAT_MS, "keep", keep, "kill", stop));
+out:
+    json_decref(keep);
+    json_decref(stop);
+    json_decref(lost);
+    return rc;
+}
+
+enum rc api_agent_heartbeat(struct srv_req *req)
+{
+    static const char *const allowed[] = {"gpus", "running", "draining", NULL};
+    json_t *gpus, *running, *stop = NULL, *dr;
+    char old[16], now[16];
+    enum rc rc;
+
+    if ((rc = api_body_object(req, allowed)) != RC_OK)
+        return rc;
+    gpus = json_object_get(req->body, "gpus");
+    running = json_object_get(req->body, "running");
+    dr = json_object_get(req->body, "draining");
+    if ((gpus != NULL && !json_is_array(gpus)) || (running != NULL && !json_is_array(running)) ||
+        (dr != NULL && !json_is_boolean(dr)))
+        return srv_fail(req, RC_EINVAL, "", "gpus and running must be arrays, draining a boolean");
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = db_node_heartbeat(req->db, req->who.node_id, gpus, json_is_true(dr), old, now, sizeof(old),
+                           req->req_id);
+    if (rc == RC_OK)
+        rc = audit_node_state(req, old, now,
+                              json_is_true(dr) ? "worker is draining" : "heartbeat after silence");
+    if (rc == RC_OK)
+        rc = db_attempts_to_stop(req->db, req->who.node_id, running, &stop, req->req_id);
+    if ((rc = api_end(req, rc)) != RC_OK) {
+        json_decref(stop);
+        return rc;
+    }
+    if (strcmp(old, now) != 0)
+        app_wake_scheduler(req->app);
+    return srv_reply(req, 200, json_pack("{s:o}", "cancel", stop));
+}
+
+/* Move the taken jobs PLACED -> STARTING. */
+static enum rc mark_starting(struct srv_req *req, const json_t *jobs)
+{
+    static const char *const from[] = {"PLACED", NULL};
+    char actor[96];
+    size_t i;
+    json_t *j;
+    enum rc rc = RC_OK;
+
+    node_actor(req, actor, sizeof(actor));
+    json_array_foreach(jobs, i, j)
+    {
+        rc = db_job_transition(req->db, strtoll(json_string_value(j), NULL, 10), from, "STARTING",
+                               "a node took the assignment", actor, req->client_addr, req->req_id);
+        if (rc == RC_ECONFLICT)
+            rc = RC_OK;
+        if (rc != RC_OK)
+            break;
+    }
+    return rc;
+}
+
+static enum rc assignments_poll(struct srv_req *req)
+{
+    json_t *assignments = NULL, *jobs = NULL, *cancels = NULL;
+    enum rc rc = api_begin(req);
+
+    if (rc == RC_OK)
+        rc = db_assignments_take(req->db, req->who.node_id, req->poll_arg,
+                                 req->app->cfg->storage_root, &assignments, &jobs, &cancels,
+                                 req->req_id);
+    if (rc == RC_OK)
+        rc = mark_starting(req, jobs);
+    rc = api_end(req, rc);
+    if (rc == RC_OK && json_array_size(assignments) == 0 && json_array_size(cancels) == 0 &&
+        srv_now_ms() < req->poll_deadline_ms && !req->app->stopping) {
+        /* Nothing yet: park until the scheduler places work here. */
+        srv_suspend(req, req->who.node_id, req->poll_deadline_ms, assignments_poll);
+    } else if (rc == RC_OK) {
+        rc = srv_reply(req, 200,
+                       json_pack("{s:O,s:O}", "assignments", assignments, "cancel", cancels));
+    }
+    json_decref(assignments);
+    json_decref(jobs);
+    json_decref(cancels);
+    return rc;
+}
+
+enum rc api_agent_assignments(struct srv_req *req)
+{
+    const char *w = srv_query(req, "wait");
+    long wait_s = 0;
+    enum rc rc;
+
+    if (w != NULL) {
+        char *end = NULL;
+        wait_s = strtol(w, &end, 10);
+        if (end == w || *end != '\0' || wait_s < 0 || wait_s > AGENT_MAX_WAIT_S)
+            return srv_fail(req, RC_EINVAL, "wait", "wait must be 0 to %d seconds",
+                            AGENT_MAX_WAIT_S);
+    }
+    req->poll_deadline_ms = srv_now_ms() + wait_s * 1000;
+    rc = db_node_generation(req->db, req->who.node_id, &req->poll_arg, req->req_id);
+    if (rc != RC_OK)
+        return rc;
+    return assignments_poll(req);
+}
+
+/* The attempt in the path, checked against the calling node. */
+static enum rc load_attempt(struct srv_req *req, int64_t *attempt_id, struct db_attempt_info *info)
+{
+    enum rc rc = api_param_id(req, 0, attempt_id, "attempt");
+
+    if (rc != RC_OK)
+        return rc;
+    rc = db_attempt_info(req->db, *attempt_id, req->who.node_id, 1, info, req->req_id);
+    if (rc == RC_ENOTFOUND)
+        return srv_fail(req, rc, "", "this node holds no part of that attempt");
+    return rc;
+}
+
+enum rc api_agent_started(struct srv_req *req)
+{
+    int64_t attempt_id;
+    struct db_attempt_info info;
+    char actor[96];
+    int all = 0;
+    enum rc rc;
+
+    if (req->body != NULL && !json_is_object(req->body))
+        return srv_fail(req, RC_EINVAL, "", "the body must be a JSON object");
+    node_actor(req, actor, sizeof(actor));
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = load_attempt(req, &attempt_id, &info);
+    if (rc == RC_OK && strcmp(info.attempt_state, "ended") != 0) {
+        rc = db_attempt_node_started(req->db, attempt_id, req->who.node_id, &all, req->req_id);
+        if (rc == RC_OK && all)
+            rc = lifecycle_attempt_running(req->db, info.job_id, attempt_id, info.attempt, actor,
+                                           req->req_id);
+    }
+    if ((rc = api_end(req, rc)) != RC_OK)
+        return rc;
+    return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+/* Bounded shapes for an output batch. */
+static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics, json_t **ckpts)
+{
+    static const char *const allowed[] = {"logs", "metrics", "checkpoints", "dropped_logs", NULL};
+    size_t i;
+    json_t *e;
+    enum rc rc = api_body_object(req, allowed);
+
+    if (rc != RC_OK)
+        return rc;
+    *logs = json_object_get(req->body, "logs");
+    *metrics = json_object_get(req->body, "metrics");
+    *ckpts = json_object_get(req->body, "checkpoints");
+    if ((*logs && !json_is_array(*logs)) || (*metrics && !json_is_array(*metrics)) ||
+        (*ckpts && !json_is_array(*ckpts)))
+        return srv_fail(req, RC_EINVAL, "", "logs, metrics and checkpoints must be arrays");
+    json_array_foreach(*logs, i, e)
+    {
+        const char *st = json_string_value(json_object_get(e, "stream"));
+        if (!json_is_integer(json_object_get(e, "rank")) ||
+            !json_is_integer(json_object_get(e, "seq")) ||
+            !json_is_string(json_object_get(e, "text")) || st == NULL ||
+            (strcmp(st, "stdout") != 0 && strcmp(st, "stderr") != 0))
+            return srv_fail(req, RC_EINVAL, "logs", "logs[%zu] needs rank, seq, stream, text", i);
+    }
+    json_array_foreach(*metrics, i, e)
+    {
+        if (!json_is_integer(json_object_get(e, "step")) ||
+            !json_is_object(json_object_get(e, "values")))
+            return srv_fail(req, RC_EINVAL, "metrics", "metrics[%zu] needs step and values", i);
+    }
+    json_array_foreach(*ckpts, i, e)
+    {
+        if (!json_is_integer(json_object_get(e, "step")) ||
+            !json_is_string(json_object_get(e, "path")))
+            return srv_fail(req, RC_EINVAL, "checkpoints", "checkpoints[%zu] needs step and path",
+                            i);
+    }
+    return RC_OK;
+}
+
+enum rc api_agent_output(struct srv_req *req)
+{
+    int64_t attempt_id;
+    struct db_attempt_info info;
+    json_t *logs, *metrics, *ckpts, *c;
+    size_t i;
+    enum rc rc;
+
+    if ((rc = check_output(req, &logs, &metrics, &ckpts)) != RC_OK)
+        return rc;
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = load_attempt(req, &attempt_id, &info);
+    if (rc == RC_OK)
+        rc = db_output_store(req->db, info.job_id, info.attempt, logs, metrics, ckpts, req->req_id);
+    json_array_foreach(ckpts, i, c)
+    {
+        char target[48];
+        json_t *d =
+            json_pack("{s:I,s:O,s:i}", "step", json_integer_value(json_object_get(c, "step")),
+                      "path", json_object_get(c, "path"), "attempt", info.attempt);
+        snprintf(target, sizeof(target), "job:%lld", (long long)info.job_id);
+        if (rc == RC_OK)
+            rc = audit_append_req(req, "job.checkpoint", target, "success", d);
+        json_decref(d);
+    }
+    if ((rc = api_end(req, rc)) != RC_OK)
+        return rc;
+    /* Wake log followers of this job (keys below zero are jobs). */
+    waiters_notify(req->app->waiters, -info.job_id);
+    return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+/* "rank 1 exited with 1" from the first failed rank, or the worker's reason. */
+static void exit_reason(const json_t *body, char *out, size_t n)
+{
+    const json_t *ranks = json_object_get(body, "ranks"), *r;
+    const char *why = json_string_value(json_object_get(body, "reason"));
+    size_t i;
+
+    json_array_foreach(ranks, i, r)
+    {
+        json_int_t code = json_integer_value(json_object_get(r, "exit_code"));
+        json_int_t sig = json_integer_value(json_object_get(r, "signal"));
+        if (code == 0)
+            continue;
+        if (sig > 0)
+            snprintf(out, n, "rank %lld was killed by signal %lld",
+                     (long long)json_integer_value(json_object_get(r, "rank")), (long long)sig);
+        else
+            snprintf(out, n, "rank %lld exited with %lld%s%s",
+                     (long long)json_integer_value(json_object_get(r, "rank")), (long long)code,
+                     why ? ": " : "", why ? why : "");
+        return;
+    }
+    snprintf(out, n, "%s", why && *why ? why : "a rank failed");
+}
+
+static int node_ok(const json_t *body)
+{
+    const json_t *ranks = json_object_get(body, "ranks"), *r;
+    size_t i;
+
+    if (json_array_size(ranks) == 0)
+        return 0;
+    json_array_foreach(ranks, i, r)
+    {
+        if (!json_is_integer(json_object_get(r, "exit_code")) ||
+            json_integer_value(json_object_get(r, "exit_code")) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+enum rc api_agent_exit(struct srv_req *req)
+{
+    int64_t attempt_id;
+    struct db_attempt_info info;
+    char actor[96], reason[512], why[600];
+    int live = 0, all_ok = 0;
+    json_t *nodes = NULL, *n;
+    size_t i;
+    enum rc rc;
+
+    if (req->body == NULL || !json_is_object(req->body) ||
+        !json_is_array(json_object_get(req->body, "ranks")))
+        return srv_fail(req, RC_EINVAL, "ranks", "the body needs a ranks array");
+    node_actor(req, actor, sizeof(actor));
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = load_attempt(req, &attempt_id, &info);
+    if (rc == RC_OK && info.alloc_released) {
+        /* Already accounted for (node loss, retry of this report). */
+        rc = api_end(req, RC_OK);
+        return rc != RC_OK ? rc : srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+    }
+    if (rc == RC_OK)
+        rc = db_attempt_node_exit(req->db, attempt_id, req->who.node_id, req->body, &live, &all_ok,
+                                  req->req_id);
+    if (rc == RC_OK) {
+        if (strcmp(info.attempt_state, "ended") == 0 || info.cancel_requested) {
+            rc = lifecycle_settle_cancel(req->db, info.job_id, actor, req->req_id);
+        } else if (!node_ok(req->body)) {
+            exit_reason(req->body, reason, sizeof(reason));
+            snprintf(why, sizeof(why), "attempt %d: %s on node %s", info.attempt, reason,
+                     info.node_name);
+            rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, 1, actor,
+                                          req->req_id);
+        } else if (live == 0 && all_ok) {
+            rc = lifecycle_attempt_succeeded(req->db, info.job_id, attempt_id, actor, req->req_id);
+        }
+    }
+    if (rc == RC_OK)
+        rc = db_job_nodes(req->db, info.job_id, &nodes, req->req_id);
+    if ((rc = api_end(req, rc)) != RC_OK) {
+        json_decref(nodes);
+        return rc;
+    }
+    /* The other nodes of a failed attempt learn at once that they must stop. */
+    json_array_foreach(nodes, i, n)
+    {
+        waiters_notify(req->app->waiters,
+                       strtoll(json_string_value(json_object_get(n, "node_id")), NULL, 10));
+    }
+    json_decref(nodes);
+    waiters_notify(req->app->waiters, -info.job_id);
+    app_wake_scheduler(req->app);
+    return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+static enum rc node_state_change(struct srv_req *req, const char *to)
+{
+    int64_t id;
+    char old[16], target[48];
+    json_t *d;
+    enum rc rc;
+
+    if ((rc = api_param_id(req, 0, &id, "node")) != RC_OK)
+        return rc;
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = db_node_set_state(req->db, id, to, old, sizeof(old), req->req_id);
+    if (rc == RC_OK && strcmp(old, "down") == 0 && strcmp(to, "ready") == 0)
+        rc = srv_fail(req, RC_ECONFLICT, "",
+                      "the node is down; it becomes ready when its worker "
+                      "reports again");
+    if (rc == RC_OK) {
+        snprintf(target, sizeof(target), "node:%lld", (long long)id);
+        d = json_pack("{s:s,s:s}", "from", old, "to", to);
+        rc = audit_append_req(req, strcmp(to, "draining") == 0 ? "node.drain" : "node.undrain",
+                              target, "success", d);
+        json_decref(d);
+    }
+    rc = api_end(req, rc);
+    if (rc == RC_ENOTFOUND)
+        return srv_fail(req, rc, "", "no such node");
+    if (rc != RC_OK)
+        return rc;
+    app_wake_scheduler(req->app);
+    return srv_reply(req, 200, json_pack("{s:s,s:s}", "from", old, "state", to));
+}
+
+enum rc api_node_drain(struct srv_req *req)
+{
+    return node_state_change(req, "draining");
+}
+
+enum rc api_node_undrain(struct srv_req *req)
+{
+    return node_state_change(req, "ready");
+}

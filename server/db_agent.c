@@ -1,0 +1,656 @@
+/*
+ * db_agent.c - see db_agent.h.
+ */
+#include "db_agent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+
+static const char *i64s(int64_t v, char *buf, size_t n)
+{
+    snprintf(buf, n, "%lld", (long long)v);
+    return buf;
+}
+
+/* Run sql and return the first row as JSON (one) or all rows (array). */
+static enum rc query_json(PGconn *c, const char *sql, int n, const char *const *p, int one,
+                          json_t **out, const char *req_id)
+{
+    PGresult *res = db_exec(c, sql, n, p);
+    enum rc rc = db_result_rc(res, req_id);
+
+    *out = NULL;
+    if (rc == RC_OK && one) {
+        if (PQntuples(res) < 1)
+            rc = RC_ENOTFOUND;
+        else if ((*out = db_row_to_json(res, 0)) == NULL)
+            rc = RC_ENOMEM;
+    } else if (rc == RC_OK) {
+        *out = json_array();
+        for (int i = 0; *out != NULL && i < PQntuples(res); i++)
+            json_array_append_new(*out, db_row_to_json(res, i));
+        if (*out == NULL)
+            rc = RC_ENOMEM;
+    }
+    PQclear(res);
+    return rc;
+}
+
+/* A JSON value as compact text (malloc'ed) or NULL. */
+static char *dump(const json_t *j)
+{
+    return j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+enum rc db_join_token_create(PGconn *c, int64_t created_by, int64_t ttl_s, int64_t uses,
+                             const char *token_hash, json_t **out, const char *req_id)
+{
+    char by[24], ttl[24], u[24];
+    const char *p[] = {token_hash, i64s(created_by, by, sizeof(by)), i64s(uses, u, sizeof(u)),
+                       i64s(ttl_s, ttl, sizeof(ttl))};
+    return query_json(c,
+                      "INSERT INTO join_tokens (token_hash, created_by, uses_left, expires_at) "
+                      "VALUES ($1, $2, $3, now() + make_interval(secs => $4::bigint)) RETURNING "
+                      "id, uses_left AS uses, expires_at",
+                      4, p, 1, out, req_id);
+}
+
+enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *req_id)
+{
+    const char *p[] = {token_hash};
+    PGresult *r = db_exec(c,
+                          "UPDATE join_tokens SET uses_left = uses_left - 1 WHERE token_hash = $1 "
+                          "AND uses_left > 0 AND expires_at > now() RETURNING id",
+                          1, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_EAUTH;
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const char *addr,
+                     const char *labels, const char *cred_hash, int64_t *node_id,
+                     const char *req_id)
+{
+    const char *p[] = {name, hostname, addr, labels, cred_hash};
+    PGresult *r = db_exec(c,
+                          "INSERT INTO nodes (name, hostname, addr, labels, credential_hash) "
+                          "VALUES ($1, $2, $3, $4::jsonb, $5) ON CONFLICT (name) DO UPDATE SET "
+                          "hostname = EXCLUDED.hostname, addr = EXCLUDED.addr, labels = "
+                          "EXCLUDED.labels, credential_hash = EXCLUDED.credential_hash "
+                          "RETURNING id",
+                          5, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    if (rc == RC_OK)
+        rc = db_parse_i64(PQgetvalue(r, 0, 0), node_id);
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const char *addr,
+                         char *old_state, size_t state_size, const char *req_id)
+{
+    char id[24], cpus[24], mem[24];
+    const json_t *gpus = json_object_get(body, "gpus"), *g;
+    char *labels = dump(json_object_get(body, "labels"));
+    const char *host = json_string_value(json_object_get(body, "hostname"));
+    const char *ver = json_string_value(json_object_get(body, "version"));
+    PGresult *r;
+    enum rc rc;
+    size_t i;
+
+    i64s(node_id, id, sizeof(id));
+    i64s(json_integer_value(json_object_get(body, "cpus")), cpus, sizeof(cpus));
+    i64s(json_integer_value(json_object_get(body, "memory_mb")), mem, sizeof(mem));
+    {
+        const char *p[] = {id, host ? host : "", addr, labels, cpus, mem, ver ? ver : ""};
+        r = db_exec(c,
+                    "UPDATE nodes n SET hostname = $2, addr = $3, labels = coalesce($4::jsonb, "
+                    "n.labels), cpus = $5, memory_mb = $6, version = $7, last_seen_at = now(), "
+                    "generation = n.generation + 1, "
+                    "state = CASE WHEN n.state = 'draining' THEN 'draining' ELSE 'ready' END "
+                    "FROM nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state",
+                    7, p);
+    }
+    free(labels);
+    rc = db_result_rc(r, req_id);
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK)
+        snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (rc == RC_OK) {
+        const char *p[] = {id};
+        rc = db_exec_ok(c, req_id, "DELETE FROM gpus WHERE node_id = $1", 1, p);
+    }
+    json_array_foreach(gpus, i, g)
+    {
+        char idx[16], mb[24];
+        char *peers = dump(json_object_get(g, "nvlink_peers"));
+        const char *uuid = json_string_value(json_object_get(g, "uuid"));
+        const char *model = json_string_value(json_object_get(g, "model"));
+        const char *cc = json_string_value(json_object_get(g, "compute_capability"));
+        const char *p[] = {
+            id,
+            i64s(json_integer_value(json_object_get(g, "index")), idx, sizeof(idx)),
+            uuid ? uuid : "",
+            model ? model : "",
+            i64s(json_integer_value(json_object_get(g, "memory_mb")), mb, sizeof(mb)),
+            cc ? cc : "",
+            peers ? peers : "[]"};
+        if (rc == RC_OK)
+            rc = db_exec_ok(c, req_id,
+                            "INSERT INTO gpus (node_id, idx, uuid, model, memory_mb, "
+                            "compute_capability, nvlink_peers) VALUES ($1, $2, $3, $4, $5, $6, "
+                            "ARRAY(SELECT jsonb_array_elements_text($7::jsonb)::integer))",
+                            7, p);
+        free(peers);
+    }
+    return rc;
+}
+
+enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, int draining,
+                          char *old_state, char *new_state, size_t state_size, const char *req_id)
+{
+    char id[24];
+    char *stats = dump(gpu_stats);
+    const char *p[] = {id, stats ? stats : "[]", draining ? "true" : "false"};
+    PGresult *r;
+    enum rc rc;
+
+    i64s(node_id, id, sizeof(id));
+    r = db_exec(c,
+                "UPDATE nodes n SET last_seen_at = now(), gpu_stats = $2::jsonb, state = CASE "
+                "WHEN $3::boolean AND n.state <> 'down' THEN 'draining' WHEN n.state = 'down' "
+                "THEN 'ready' ELSE n.state END FROM nodes o WHERE n.id = $1 AND o.id = n.id "
+                "RETURNING o.state, n.state",
+                3, p);
+    free(stats);
+    rc = db_result_rc(r, req_id);
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK) {
+        snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
+        snprintf(new_state, state_size, "%s", PQgetvalue(r, 0, 1));
+    }
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_node_set_state(PGconn *c, int64_t node_id, const char *state, char *old_state,
+                          size_t state_size, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {i64s(node_id, id, sizeof(id)), state};
+    PGresult *r = db_exec(c,
+                          "UPDATE nodes n SET state = $2 FROM nodes o WHERE n.id = $1 AND o.id = "
+                          "n.id RETURNING o.state",
+                          2, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK)
+        snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return rc;
+}
+
+/* The attempt ids of a "running" array as a PostgreSQL bigint[] literal. */
+static char *running_ids(const json_t *running)
+{
+    size_t i, cap = 2 + json_array_size(running) * 21, off = 0;
+    char *s = malloc(cap + 1);
+    json_t *e;
+
+    if (s == NULL)
+        return NULL;
+    s[off++] = '{';
+    json_array_foreach(running, i, e)
+    {
+        const char *id = json_string_value(json_object_get(e, "attempt_id"));
+        char *end = NULL;
+        long long v;
+        if (id == NULL)
+            continue;
+        v = strtoll(id, &end, 10);
+        if (end == id || *end != '\0' || v <= 0)
+            continue;
+        off += (size_t)snprintf(s + off, cap + 1 - off, "%s%lld", off > 1 ? "," : "", v);
+    }
+    s[off++] = '}';
+    s[off] = '\0';
+    return s;
+}
+
+enum rc db_attempts_to_stop(PGconn *c, int64_t node_id, const json_t *running, json_t **out,
+                            const char *req_id)
+{
+    char id[24];
+    char *ids = running_ids(running);
+    enum rc rc;
+    json_t *rows = NULL;
+    size_t i;
+    json_t *row;
+
+    *out = json_array();
+    if (ids == NULL || *out == NULL) {
+        free(ids);
+        return RC_ENOMEM;
+    }
+    {
+        const char *p[] = {i64s(node_id, id, sizeof(id)), ids};
+        /* Unknown ids are stopped too: nothing should run that the server
+         * does not account for. */
+        rc = query_json(c,
+                        "SELECT x::text AS a FROM unnest($2::bigint[]) x WHERE NOT EXISTS (SELECT "
+                        "1 FROM allocations a JOIN attempts t ON t.id = a.attempt_id JOIN jobs j "
+                        "ON j.id = a.job_id WHERE a.attempt_id = x AND a.node_id = $1 AND "
+                        "a.released_at IS NULL AND t.state <> 'ended' AND NOT j.cancel_requested)",
+                        2, p, 0, &rows, req_id);
+    }
+    free(ids);
+    json_array_foreach(rows, i, row)
+    {
+        json_array_append(*out, json_object_get(row, "a"));
+    }
+    json_decref(rows);
+    return rc;
+}
+
+enum rc db_attempts_lost_on_node(PGconn *c, int64_t node_id, const json_t *running, json_t **out,
+                                 const char *req_id)
+{
+    char id[24];
+    char *ids = running_ids(running);
+    enum rc rc;
+    json_t *rows = NULL, *row;
+    size_t i;
+
+    *out = json_array();
+    if (ids == NULL || *out == NULL) {
+        free(ids);
+        return RC_ENOMEM;
+    }
+    {
+        const char *p[] = {i64s(node_id, id, sizeof(id)), ids};
+        rc = query_json(c,
+                        "SELECT a.attempt_id::text AS a FROM allocations a WHERE a.node_id = $1 "
+                        "AND a.released_at IS NULL AND a.delivered AND NOT (a.attempt_id = "
+                        "ANY($2::bigint[]))",
+                        2, p, 0, &rows, req_id);
+    }
+    free(ids);
+    json_array_foreach(rows, i, row)
+    {
+        json_array_append(*out, json_object_get(row, "a"));
+    }
+    json_decref(rows);
+    return rc;
+}
+
+/* One assignment of the protocol from a joined allocation row. */
+static json_t *assignment_json(PGresult *r, int i, const char *storage_root)
+{
+    json_t *spec = json_loads(PQgetvalue(r, i, 3), 0, NULL);
+    json_t *gpus = json_loads(PQgetvalue(r, i, 7), 0, NULL);
+    json_t *a = NULL, *ranks = json_array();
+    const char *job = PQgetvalue(r, i, 1);
+    const char *wd = json_string_value(json_object_get(spec, "working_dir"));
+    const char *od = json_string_value(json_object_get(spec, "output_dir"));
+    char work_dir[4200], ckpt[4200];
+    int rank_start = (int)strtol(PQgetvalue(r, i, 8), NULL, 10);
+    int nranks = (int)json_array_size(gpus);
+    size_t k;
+    json_t *g;
+
+    if (spec == NULL || gpus == NULL || ranks == NULL)
+        goto out;
+    /* One rank per GPU; each rank sees exactly its own GPU. */
+    json_array_foreach(gpus, k, g)
+    {
+        json_array_append_new(ranks, json_pack("{s:i,s:i,s:[O]}", "rank", rank_start + (int)k,
+                                               "local_rank", (int)k, "gpu_indices", g));
+    }
+    if (wd != NULL)
+        snprintf(work_dir, sizeof(work_dir), "%s", wd);
+    else
+        snprintf(work_dir, sizeof(work_dir), "%s/jobs/%s", storage_root, job);
+    if (od != NULL)
+        snprintf(ckpt, sizeof(ckpt), "%s/checkpoints", od);
+    else
+        snprintf(ckpt, sizeof(ckpt), "%s/jobs/%s/checkpoints", storage_root, job);
+    a = json_pack("{s:s,s:s,s:i,s:O,s:O,s:O,s:i,s:i,s:i,s:i,s:s,s:i,s:O,s:s,s:s,s:s,s:I,s:i,"
+                  "s:{}}",
+                  "attempt_id", PQgetvalue(r, i, 0), "job_id", job, "attempt",
+                  (int)strtol(PQgetvalue(r, i, 2), NULL, 10), "launcher",
+                  json_object_get(spec, "launcher"), "command", json_object_get(spec, "command"),
+                  "env", json_object_get(spec, "env"), "node_rank",
+                  (int)strtol(PQgetvalue(r, i, 4), NULL, 10), "nnodes",
+                  (int)strtol(PQgetvalue(r, i, 5), NULL, 10), "world_size",
+                  (int)strtol(PQgetvalue(r, i, 6), NULL, 10), "local_world_size", nranks,
+                  "master_addr", PQgetvalue(r, i, 9), "master_port",
+                  (int)strtol(PQgetvalue(r, i, 10), NULL, 10), "ranks", ranks, "work_dir", work_dir,
+                  "checkpoint_dir", ckpt, "resume_from", PQgetvalue(r, i, 11), "time_limit_s",
+                  (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL, 10), "grace_s", 30, "nccl_env");
+out:
+    json_decref(spec);
+    json_decref(gpus);
+    json_decref(ranks);
+    return a;
+}
+
+enum rc db_node_generation(PGconn *c, int64_t node_id, int64_t *generation, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {i64s(node_id, id, sizeof(id))};
+    PGresult *r = db_exec(c, "SELECT generation FROM nodes WHERE id = $1", 1, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK)
+        rc = db_parse_i64(PQgetvalue(r, 0, 0), generation);
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_allocs_redeliver(PGconn *c, int64_t node_id, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {i64s(node_id, id, sizeof(id))};
+    return db_exec_ok(c, req_id,
+                      "UPDATE allocations SET delivered = false WHERE node_id = $1 AND "
+                      "released_at IS NULL AND delivered AND NOT started",
+                      1, p);
+}
+
+enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
+                            const char *storage_root, json_t **assignments, json_t **jobs_started,
+                            json_t **cancels, const char *req_id)
+{
+    char id[24], gen[24];
+    const char *p[] = {i64s(node_id, id, sizeof(id)), i64s(generation, gen, sizeof(gen))};
+    PGresult *r;
+    enum rc rc;
+    json_t *rows = NULL, *row;
+    size_t i;
+
+    *assignments = json_array();
+    *jobs_started = json_array();
+    *cancels = json_array();
+    if (*assignments == NULL || *jobs_started == NULL || *cancels == NULL)
+        return RC_ENOMEM;
+    r = db_exec(c,
+                "UPDATE allocations a SET delivered = true FROM attempts t, jobs j WHERE "
+                "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND a.released_at IS "
+                "NULL AND NOT a.delivered AND t.state <> 'ended' AND NOT j.cancel_requested "
+                "AND EXISTS (SELECT 1 FROM nodes n WHERE n.id = $1 AND n.generation = $2) "
+                "RETURNING a.attempt_id, a.job_id, t.attempt, j.spec, a.node_rank, (SELECT "
+                "count(*) FROM allocations x WHERE x.attempt_id = a.attempt_id), j.gpus, "
+                "array_to_json(a.gpu_indices), a.rank_start, t.master_addr, t.master_port, "
+                "t.resume_from, j.time_limit_s, j.state",
+                2, p);
+    rc = db_result_rc(r, req_id);
+    for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {
+        json_t *a = assignment_json(r, k, storage_root);
+        if (a == NULL) {
+            rc = RC_ENOMEM;
+            break;
+        }
+        json_array_append_new(*assignments, a);
+        if (strcmp(PQgetvalue(r, k, 13), "PLACED") == 0)
+            json_array_append_new(*jobs_started, json_string(PQgetvalue(r, k, 1)));
+    }
+    PQclear(r);
+    if (rc != RC_OK)
+        return rc;
+    rc = query_json(c,
+                    "UPDATE allocations a SET cancel_sent = true FROM attempts t, jobs j WHERE "
+                    "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND "
+                    "a.released_at IS NULL AND a.delivered AND NOT a.cancel_sent AND (t.state = "
+                    "'ended' OR j.cancel_requested) AND EXISTS (SELECT 1 FROM nodes n WHERE n.id "
+                    "= $1 AND n.generation = $2) RETURNING a.attempt_id::text AS a",
+                    2, p, 0, &rows, req_id);
+    json_array_foreach(rows, i, row)
+    {
+        json_array_append(*cancels, json_object_get(row, "a"));
+    }
+    json_decref(rows);
+    return rc;
+}
+
+enum rc db_attempt_info(PGconn *c, int64_t attempt_id, int64_t node_id, int lock,
+                        struct db_attempt_info *out, const char *req_id)
+{
+    char a[24], n[24];
+    const char *p[] = {i64s(attempt_id, a, sizeof(a)), i64s(node_id, n, sizeof(n))};
+    PGresult *r = db_exec(c,
+                          lock ? "SELECT j.id, t.attempt, t.state, j.state, j.cancel_requested, "
+                                 "j.restarts, j.max_restarts, al.released_at IS NOT NULL, "
+                                 "al.started, nd.name FROM attempts t JOIN jobs j ON j.id = "
+                                 "t.job_id JOIN allocations al ON al.attempt_id = t.id AND "
+                                 "al.node_id = $2 JOIN nodes nd ON nd.id = al.node_id WHERE t.id "
+                                 "= $1 FOR UPDATE OF j, t"
+                               : "SELECT j.id, t.attempt, t.state, j.state, j.cancel_requested, "
+                                 "j.restarts, j.max_restarts, al.released_at IS NOT NULL, "
+                                 "al.started, nd.name FROM attempts t JOIN jobs j ON j.id = "
+                                 "t.job_id JOIN allocations al ON al.attempt_id = t.id AND "
+                                 "al.node_id = $2 JOIN nodes nd ON nd.id = al.node_id WHERE t.id "
+                                 "= $1",
+                          2, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK) {
+        memset(out, 0, sizeof(*out));
+        out->job_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        out->attempt = (int)strtol(PQgetvalue(r, 0, 1), NULL, 10);
+        snprintf(out->attempt_state, sizeof(out->attempt_state), "%s", PQgetvalue(r, 0, 2));
+        snprintf(out->job_state, sizeof(out->job_state), "%s", PQgetvalue(r, 0, 3));
+        out->cancel_requested = PQgetvalue(r, 0, 4)[0] == 't';
+        out->restarts = (int)strtol(PQgetvalue(r, 0, 5), NULL, 10);
+        out->max_restarts = (int)strtol(PQgetvalue(r, 0, 6), NULL, 10);
+        out->alloc_released = PQgetvalue(r, 0, 7)[0] == 't';
+        out->alloc_started = PQgetvalue(r, 0, 8)[0] == 't';
+        snprintf(out->node_name, sizeof(out->node_name), "%s", PQgetvalue(r, 0, 9));
+    }
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_attempt_node_started(PGconn *c, int64_t attempt_id, int64_t node_id, int *all_started,
+                                const char *req_id)
+{
+    char a[24], n[24];
+    const char *p[] = {i64s(attempt_id, a, sizeof(a)), i64s(node_id, n, sizeof(n))};
+    PGresult *r;
+    enum rc rc = db_exec_ok(c, req_id,
+                            "UPDATE allocations SET started = true WHERE attempt_id = $1 AND "
+                            "node_id = $2",
+                            2, p);
+
+    if (rc != RC_OK)
+        return rc;
+    r = db_exec(c, "SELECT bool_and(started) FROM allocations WHERE attempt_id = $1", 1, p);
+    rc = db_result_rc(r, req_id);
+    *all_started = rc == RC_OK && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_attempt_node_exit(PGconn *c, int64_t attempt_id, int64_t node_id,
+                             const json_t *exit_info, int *live_left, int *all_ok,
+                             const char *req_id)
+{
+    char a[24], n[24];
+    char *info = dump(exit_info);
+    const char *p[] = {i64s(attempt_id, a, sizeof(a)), i64s(node_id, n, sizeof(n)),
+                       info ? info : "{}"};
+    PGresult *r;
+    enum rc rc = db_exec_ok(c, req_id,
+                            "UPDATE allocations SET exited = true, exit_info = $3::jsonb, "
+                            "released_at = coalesce(released_at, now()) WHERE attempt_id = $1 AND "
+                            "node_id = $2",
+                            3, p);
+
+    free(info);
+    if (rc != RC_OK)
+        return rc;
+    r = db_exec(c,
+                "SELECT count(*) FILTER (WHERE released_at IS NULL), bool_and(exited AND NOT "
+                "EXISTS (SELECT 1 FROM jsonb_array_elements(exit_info->'ranks') x WHERE "
+                "(x->>'exit_code')::int <> 0)) FROM allocations WHERE attempt_id = $1",
+                1, p);
+    rc = db_result_rc(r, req_id);
+    if (rc == RC_OK) {
+        *live_left = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+        *all_ok = PQgetvalue(r, 0, 1)[0] == 't';
+    }
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_attempt_end(PGconn *c, int64_t attempt_id, const char *outcome, const char *req_id)
+{
+    char a[24];
+    const char *p[] = {i64s(attempt_id, a, sizeof(a)), outcome};
+    return db_exec_ok(c, req_id,
+                      "UPDATE attempts SET state = 'ended', outcome = $2, ended_at = now() WHERE "
+                      "id = $1 AND state <> 'ended'",
+                      2, p);
+}
+
+enum rc db_attempt_state(PGconn *c, int64_t attempt_id, const char *state, const char *req_id)
+{
+    char a[24];
+    const char *p[] = {i64s(attempt_id, a, sizeof(a)), state};
+    return db_exec_ok(c, req_id,
+                      "UPDATE attempts SET state = $2 WHERE id = $1 AND state <> 'ended'", 2, p);
+}
+
+enum rc db_job_count_restart(PGconn *c, int64_t job_id, const char *req_id)
+{
+    char j[24];
+    const char *p[] = {i64s(job_id, j, sizeof(j))};
+    return db_exec_ok(c, req_id, "UPDATE jobs SET restarts = restarts + 1 WHERE id = $1", 1, p);
+}
+
+enum rc db_job_live_allocs(PGconn *c, int64_t job_id, int *n, const char *req_id)
+{
+    char j[24];
+    const char *p[] = {i64s(job_id, j, sizeof(j))};
+    PGresult *r = db_exec(c,
+                          "SELECT count(*) FROM allocations WHERE job_id = $1 AND released_at IS "
+                          "NULL",
+                          1, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    if (rc == RC_OK)
+        *n = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_output_store(PGconn *c, int64_t job_id, int attempt, const json_t *logs,
+                        const json_t *metrics, const json_t *checkpoints, const char *req_id)
+{
+    char j[24], at[16];
+    char *l = dump(logs), *m = dump(metrics), *k = dump(checkpoints);
+    const char *p[] = {i64s(job_id, j, sizeof(j)), at, l ? l : "[]"};
+    const char *pm[] = {j, at, m ? m : "[]"};
+    const char *pk[] = {j, at, k ? k : "[]"};
+    enum rc rc;
+
+    snprintf(at, sizeof(at), "%d", attempt);
+    /* Set-based inserts: one statement per kind whatever the batch size. */
+    rc =
+        db_exec_ok(c, req_id,
+                   "INSERT INTO job_logs (job_id, attempt, rank, stream, seq, ts, text) SELECT $1, "
+                   "$2, (x->>'rank')::int, x->>'stream', (x->>'seq')::bigint, "
+                   "to_timestamp((x->>'ts_ms')::double precision / 1000), x->>'text' FROM "
+                   "jsonb_array_elements($3::jsonb) x ON CONFLICT DO NOTHING",
+                   3, p);
+    if (rc == RC_OK)
+        rc = db_exec_ok(c, req_id,
+                        "INSERT INTO metrics (job_id, attempt, rank, step, ts, vals) SELECT $1, "
+                        "$2, (x->>'rank')::int, (x->>'step')::bigint, to_timestamp((x->>'ts_ms')"
+                        "::double precision / 1000), x->'values' FROM "
+                        "jsonb_array_elements($3::jsonb) x",
+                        3, pm);
+    if (rc == RC_OK)
+        rc = db_exec_ok(c, req_id,
+                        "INSERT INTO checkpoints (job_id, attempt, step, path) SELECT $1, $2, "
+                        "(x->>'step')::bigint, x->>'path' FROM jsonb_array_elements($3::jsonb) x",
+                        3, pk);
+    free(l);
+    free(m);
+    free(k);
+    return rc;
+}
+
+enum rc db_nodes_mark_lost(PGconn *c, int timeout_s, json_t **lost, const char *req_id)
+{
+    char t[16];
+    const char *p[] = {t};
+
+    snprintf(t, sizeof(t), "%d", timeout_s);
+    /* The UPDATE claims each node once, so concurrent replicas do not both
+     * handle the same loss. */
+    return query_json(c,
+                      "WITH gone AS (UPDATE nodes SET state = 'down' WHERE state <> 'down' AND "
+                      "last_seen_at < now() - make_interval(secs => $1::int) RETURNING id, name) "
+                      "SELECT g.id AS node_id, g.name AS node, coalesce((SELECT json_agg("
+                      "json_build_object('attempt_id', a.attempt_id::text, 'job_id', "
+                      "a.job_id::text)) FROM allocations a WHERE a.node_id = g.id AND "
+                      "a.released_at IS NULL), '[]'::json) AS allocations FROM gone g",
+                      1, p, 0, lost, req_id);
+}
+
+enum rc db_alloc_release_node(PGconn *c, int64_t attempt_id, int64_t node_id, const char *req_id)
+{
+    char a[24], n[24];
+    const char *p[] = {i64s(attempt_id, a, sizeof(a)), i64s(node_id, n, sizeof(n))};
+    return db_exec_ok(c, req_id,
+                      "UPDATE allocations SET released_at = now() WHERE attempt_id = $1 AND "
+                      "node_id = $2 AND released_at IS NULL",
+                      2, p);
+}
+
+enum rc db_job_nodes(PGconn *c, int64_t job_id, json_t **out, const char *req_id)
+{
+    char j[24];
+    const char *p[] = {i64s(job_id, j, sizeof(j))};
+    return query_json(c,
+                      "SELECT DISTINCT node_id FROM allocations WHERE job_id = $1 AND released_at "
+                      "IS NULL",
+                      1, p, 0, out, req_id);
+}
+
+enum rc db_attempt_refund_recent_failure(PGconn *c, int64_t attempt_id, int window_s, int *refunded,
+                                         const char *req_id)
+{
+    char a[24], w[16];
+    const char *p[] = {i64s(attempt_id, a, sizeof(a)), w};
+    PGresult *r;
+    enum rc rc;
+
+    snprintf(w, sizeof(w), "%d", window_s);
+    r = db_exec(c,
+                "WITH a AS (UPDATE attempts SET outcome = 'lost' WHERE id = $1 AND outcome = "
+                "'failed' AND ended_at > now() - make_interval(secs => $2::int) RETURNING job_id) "
+                "UPDATE jobs j SET restarts = greatest(j.restarts - 1, 0) FROM a WHERE j.id = "
+                "a.job_id AND j.state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED') RETURNING j.id",
+                2, p);
+    rc = db_result_rc(r, req_id);
+    *refunded = rc == RC_OK && PQntuples(r) == 1;
+    PQclear(r);
+    return rc;
+}

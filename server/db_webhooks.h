@@ -1,0 +1,63 @@
+/*
+ * db_webhooks.h - webhooks per team or per job, the deliveries queue, and
+ * enqueueing notifications in the same transaction as the event they tell of.
+ *
+ * Thread-safety: any thread, with its own connection.
+ */
+#ifndef TY_SERVER_DB_WEBHOOKS_H
+#define TY_SERVER_DB_WEBHOOKS_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* The events a webhook may subscribe to. */
+extern const char *const webhook_events[];
+
+/*
+ * Queue event ("job.failed", ...) for every webhook of the job and of its
+ * team that subscribed to it, with a generic JSON payload describing the
+ * job and message. Runs in the caller's transaction.
+ */
+enum rc webhooks_enqueue(PGconn *c, int64_t job_id, const char *event, const char *message,
+                         const char *req_id) TY_WUR;
+
+/* Insert a webhook (team_id or job_id is 0). *out without the secret. */
+enum rc db_webhook_create(PGconn *c, int64_t team_id, int64_t job_id, const char *url,
+                          const char *format, const char *secret, const char *events_literal,
+                          int64_t created_by, json_t **out, const char *req_id) TY_WUR;
+
+/* Webhooks visible to user (0 = all), without secrets. */
+enum rc db_webhook_list(PGconn *c, int64_t member_of, json_t **out, const char *req_id) TY_WUR;
+
+/* The team a webhook belongs to (directly or through its job). */
+enum rc db_webhook_team(PGconn *c, int64_t id, int64_t *team_id, const char *req_id) TY_WUR;
+
+enum rc db_webhook_delete(PGconn *c, int64_t id, const char *req_id) TY_WUR;
+
+enum rc db_webhook_deliveries(PGconn *c, int64_t id, json_t **out, const char *req_id) TY_WUR;
+
+/* A claimed delivery: everything the sender needs. */
+struct db_delivery {
+    int64_t id;
+    int attempts;
+    char event[32];
+    char format[16];
+    char url[2049];
+    char secret[128];
+    char *payload; /* owned (free()) */
+};
+
+/*
+ * Claim up to max due deliveries (each is pushed back a minute, so a crashed
+ * sender's claim expires). *n receives the count; free payloads after use.
+ */
+enum rc db_delivery_claim(PGconn *c, struct db_delivery *out, int max, int *n) TY_WUR;
+
+/* Record the outcome: delivered, or retry at now()+retry_s, or failed. */
+enum rc db_delivery_result(PGconn *c, int64_t id, int delivered, int http_status, const char *error,
+                           int retry_s, int give_up) TY_WUR;
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * lifecycle.c - see lifecycle.h.
+ */
+#include "lifecycle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_agent.h"
+#include "db_audit.h"
+#include "db_jobs.h"
+#include "db_webhooks.h"
+
+static const char *const live_states[] = {"PLACED", "STARTING", "RUNNING", NULL};
+
+enum rc lifecycle_settle_cancel(PGconn *c, int64_t job_id, const char *actor, const char *req_id)
+{
+    int cancel = 0, restarts, max, live = 0;
+    char state[16];
+    enum rc rc = db_job_flags(c, job_id, &cancel, &restarts, &max, state, sizeof(state), req_id);
+
+    if (rc != RC_OK || !cancel || db_job_state_terminal(state))
+        return rc;
+    if ((rc = db_job_live_allocs(c, job_id, &live, req_id)) != RC_OK || live > 0)
+        return rc;
+    rc = db_job_transition(c, job_id, NULL, "CANCELLED", "cancelled; every rank stopped", actor, "",
+                           req_id);
+    return rc == RC_ECONFLICT ? RC_OK : rc;
+}
+
+enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id, const char *reason,
+                                 int counts, const char *actor, const char *req_id)
+{
+    int cancel = 0, restarts = 0, max = 0;
+    char state[16], why[512];
+    enum rc rc = db_attempt_end(c, attempt_id, counts ? "failed" : "lost", req_id);
+
+    if (rc == RC_OK)
+        rc = db_job_flags(c, job_id, &cancel, &restarts, &max, state, sizeof(state), req_id);
+    if (rc != RC_OK || db_job_state_terminal(state))
+        return rc;
+    if (cancel)
+        return lifecycle_settle_cancel(c, job_id, actor, req_id);
+    if (strcmp(state, "RESTARTING") == 0 || strcmp(state, "QUEUED") == 0)
+        return RC_OK; /* already handled (another node of the attempt) */
+    if (counts && restarts >= max) {
+        snprintf(why, sizeof(why), "%s; no restarts left (%d of %d used)", reason, restarts, max);
+        rc = db_job_transition(c, job_id, NULL, "FAILED", why, actor, "", req_id);
+        if (rc == RC_OK)
+            rc = webhooks_enqueue(c, job_id, "job.failed", why, req_id);
+        return rc;
+    }
+    if (counts && (rc = db_job_count_restart(c, job_id, req_id)) != RC_OK)
+        return rc;
+    snprintf(why, sizeof(why), "%s; restarting%s", reason,
+             counts ? "" : " (does not count against max_restarts)");
+    rc = db_job_transition(c, job_id, live_states, "RESTARTING", why, actor, "", req_id);
+    return rc == RC_ECONFLICT ? RC_OK : rc;
+}
+
+enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_id,
+                                    const char *actor, const char *req_id)
+{
+    enum rc rc = db_attempt_end(c, attempt_id, "succeeded", req_id);
+
+    if (rc == RC_OK)
+        rc = db_job_transition(c, job_id, live_states, "SUCCEEDED", "every rank exited 0", actor,
+                               "", req_id);
+    if (rc == RC_ECONFLICT)
+        return RC_OK;
+    if (rc == RC_OK)
+        rc = webhooks_enqueue(c, job_id, "job.succeeded", "every rank exited 0", req_id);
+    return rc;
+}
+
+enum rc lifecycle_attempt_running(PGconn *c, int64_t job_id, int64_t attempt_id, int attempt,
+                                  const char *actor, const char *req_id)
+{
+    static const char *const from[] = {"PLACED", "STARTING", NULL};
+    char why[96];
+    enum rc rc = db_attempt_state(c, attempt_id, "running", req_id);
+
+    snprintf(why, sizeof(why), "attempt %d: every rank started", attempt);
+    if (rc == RC_OK)
+        rc = db_job_transition(c, job_id, from, "RUNNING", why, actor, "", req_id);
+    if (rc == RC_ECONFLICT)
+        return RC_OK;
+    if (rc == RC_OK && attempt > 1)
+        rc = webhooks_enqueue(c, job_id, "job.recovered", why, req_id);
+    return rc;
+}
+
+enum rc lifecycle_node_lost(PGconn *c, int64_t attempt_id, int64_t job_id, int64_t node_id,
+                            const char *why, int window_s, const char *actor, const char *req_id)
+{
+    int refunded = 0;
+    enum rc rc = db_alloc_release_node(c, attempt_id, node_id, req_id);
+
+    if (rc == RC_OK)
+        rc = webhooks_enqueue(c, job_id, "node.lost", why, req_id);
+    if (rc == RC_OK)
+        rc = db_attempt_refund_recent_failure(c, attempt_id, window_s, &refunded, req_id);
+    if (rc == RC_OK && refunded) {
+        char target[48];
+        json_t *d = json_pack("{s:I,s:s}", "attempt_id", (json_int_t)attempt_id, "reason", why);
+        struct audit_event ev = {actor, "", "job.restart_refunded", target, "success", d};
+        snprintf(target, sizeof(target), "job:%lld", (long long)job_id);
+        rc = audit_append(c, &ev, req_id);
+        json_decref(d);
+    }
+    if (rc == RC_OK)
+        rc = lifecycle_attempt_failed(c, job_id, attempt_id, why, 0, actor, req_id);
+    return rc;
+}

@@ -1,0 +1,52 @@
+/*
+ * lifecycle.h - the job state machine driven by what workers and the node
+ * monitor report (DESIGN "Job lifecycle"):
+ *
+ *   PLACED -> STARTING (a node took the assignment) -> RUNNING (every node
+ *   started) -> SUCCEEDED (every node exited 0)
+ *   any live state -> RESTARTING (a rank failed with restarts left, or a
+ *   node was lost: does not count) -> placed again with the newest checkpoint
+ *   -> FAILED (restarts exhausted), CANCELLED (cancel requested, ranks gone)
+ *
+ * Every function runs inside the caller's open transaction and records the
+ * transition, the job event, the audit event and the webhooks together.
+ *
+ * Thread-safety: any thread, with its own connection.
+ */
+#ifndef TY_SERVER_LIFECYCLE_H
+#define TY_SERVER_LIFECYCLE_H
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* The attempt's ranks failed (or were lost): end it and decide the job's
+ * fate. counts: whether this failure uses up one of max_restarts. */
+enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id, const char *reason,
+                                 int counts, const char *actor, const char *req_id) TY_WUR;
+
+/* Every node of the attempt exited 0: the job succeeded. */
+enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_id,
+                                    const char *actor, const char *req_id) TY_WUR;
+
+/* Every node started its ranks: RUNNING (and "recovered" after a restart). */
+enum rc lifecycle_attempt_running(PGconn *c, int64_t job_id, int64_t attempt_id, int attempt,
+                                  const char *actor, const char *req_id) TY_WUR;
+
+/*
+ * A node lost its part of an attempt (the node went silent, or its worker
+ * restarted and the ranks are gone): give its GPUs back, notify "node.lost"
+ * webhooks, and restart the job without counting it. A peer's rank failure
+ * reported within window_s before is put down to this loss and its restart
+ * given back.
+ */
+enum rc lifecycle_node_lost(PGconn *c, int64_t attempt_id, int64_t job_id, int64_t node_id,
+                            const char *why, int window_s, const char *actor,
+                            const char *req_id) TY_WUR;
+
+/* A job being cancelled whose ranks are all gone becomes CANCELLED. */
+enum rc lifecycle_settle_cancel(PGconn *c, int64_t job_id, const char *actor,
+                                const char *req_id) TY_WUR;
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * monitor.c - see monitor.h.
+ */
+#include "monitor.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "db.h"
+#include "db_agent.h"
+#include "db_audit.h"
+#include "db_webhooks.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "waiters.h"
+
+struct monitor {
+    struct srv_app *app;
+    pthread_t thread;
+};
+
+/* One lost node, in the open transaction. */
+static enum rc handle_lost_node(PGconn *c, const json_t *node, int timeout_s)
+{
+    const char *name = json_string_value(json_object_get(node, "node"));
+    int64_t node_id = strtoll(json_string_value(json_object_get(node, "node_id")), NULL, 10);
+    const json_t *allocs = json_object_get(node, "allocations"), *a;
+    char target[96], why[256];
+    json_t *d = json_pack("{s:s,s:s,s:s}", "from", "ready", "to", "down", "reason",
+                          "no heartbeat within the node timeout");
+    struct audit_event ev = {"system:monitor", "", "node.state", target, "success", d};
+    size_t i;
+    enum rc rc;
+
+    snprintf(target, sizeof(target), "node:%s", name);
+    rc = audit_append(c, &ev, "monitor");
+    json_decref(d);
+    snprintf(why, sizeof(why), "node %s lost (no heartbeat)", name);
+    json_array_foreach(allocs, i, a)
+    {
+        int64_t attempt = strtoll(json_string_value(json_object_get(a, "attempt_id")), NULL, 10);
+        int64_t job = strtoll(json_string_value(json_object_get(a, "job_id")), NULL, 10);
+        if (rc == RC_OK)
+            rc = lifecycle_node_lost(c, attempt, job, node_id, why, timeout_s + 5, "system:monitor",
+                                     "monitor");
+    }
+    return rc;
+}
+
+static void check_nodes(struct monitor *m, PGconn *c)
+{
+    json_t *lost = NULL, *node;
+    size_t i;
+    enum rc rc = db_begin(c);
+
+    if (rc == RC_OK)
+        rc = db_nodes_mark_lost(c, m->app->cfg->node_timeout_s, &lost, "monitor");
+    json_array_foreach(lost, i, node)
+    {
+        if (rc == RC_OK)
+            rc = handle_lost_node(c, node, m->app->cfg->node_timeout_s);
+    }
+    if (rc == RC_OK)
+        rc = db_commit(c);
+    else
+        db_rollback(c);
+    if (rc != RC_OK)
+        LOG_WARN("monitor", "node check failed", "rc=%s", rc_str(rc));
+    json_array_foreach(lost, i, node)
+    {
+        LOG_WARN("monitor", "node lost", "node=%s",
+                 json_string_value(json_object_get(node, "node")));
+    }
+    if (rc == RC_OK && json_array_size(lost) > 0) {
+        /* The jobs' other nodes must stop their ranks; the GPUs are free. */
+        waiters_notify(m->app->waiters, 0);
+        app_wake_scheduler(m->app);
+    }
+    json_decref(lost);
+}
+
+static void *monitor_main(void *arg)
+{
+    struct monitor *m = arg;
+
+    while (!m->app->stopping) {
+        PGconn *c = db_acquire(m->app->db, 1000);
+        struct timespec ts = {0, 500 * 1000000L};
+        if (c != NULL) {
+            check_nodes(m, c);
+            db_release(m->app->db, c);
+        }
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+enum rc monitor_start(struct srv_app *app, struct monitor **out)
+{
+    struct monitor *m = calloc(1, sizeof(*m));
+
+    if (m == NULL)
+        return RC_ENOMEM;
+    m->app = app;
+    if (pthread_create(&m->thread, NULL, monitor_main, m) != 0) {
+        free(m);
+        return RC_EINTERNAL;
+    }
+    *out = m;
+    return RC_OK;
+}
+
+void monitor_stop(struct monitor *m)
+{
+    if (m == NULL)
+        return;
+    pthread_join(m->thread, NULL);
+    free(m);
+}
