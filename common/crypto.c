@@ -5,6 +5,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -158,4 +159,33 @@ int crypto_str_equal(const char *a, const char *b)
     if (la != lb)
         return 0;
     return CRYPTO_memcmp(a, b, la) == 0;
+}
+
+void crypto_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
+                        unsigned char out[32])
+{
+    unsigned int len = 32;
+
+    HMAC(EVP_sha256(), key, (int)key_len, msg, msg_len, out, &len);
+}
+
+size_t crypto_base64(const unsigned char *in, size_t n, char *out, size_t out_size)
+{
+    if (out_size < 4 * ((n + 2) / 3) + 1) {
+        if (out_size > 0)
+            out[0] = '\0';
+        return 0;
+    }
+    return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+void crypto_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[in[i] >> 4];
+        out[2 * i + 1] = hex[in[i] & 15];
+    }
+    out[2 * n] = '\0';
 }

@@ -42,6 +42,17 @@ enum rc crypto_password_hash(const char *password, unsigned iterations,
  */
 enum rc crypto_password_verify(const char *password, const char *stored) TY_WUR;
 
+/* HMAC-SHA256 of msg under key into out (32 bytes). */
+void crypto_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
+                        unsigned char out[32]);
+
+/* Standard base64 (with padding) of in into out; out_size >= 4*ceil(n/3)+1.
+ * Returns the length written. */
+size_t crypto_base64(const unsigned char *in, size_t n, char *out, size_t out_size);
+
+/* Lower-case hex of in into out (2n+1 bytes). */
+void crypto_hex(const unsigned char *in, size_t n, char *out);
+
 /* Constant-time equality of two NUL-terminated strings (length leaks only). */
 int crypto_str_equal(const char *a, const char *b);
 
