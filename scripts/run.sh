@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 top=$PWD
 scripts/deps.sh build
 
-CC=${CC:-clang} cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-release -j"$(nproc)"
+CC=${CC:-clang} cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
+cmake --build build-release -j"$(nproc)" --target trainyard-server trainyard-worker
 
 var=$top/var
 mkdir -p "$var"

@@ -254,7 +254,7 @@ static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
 enum rc api_agent_register(struct srv_req *req)
 {
     const char *addr;
-    char old[16], id[24];
+    char old[16], new_state[16], id[24];
     json_t *running, *stop = NULL, *lost = NULL, *keep = NULL;
     size_t i;
     json_t *r;
@@ -268,11 +268,10 @@ enum rc api_agent_register(struct srv_req *req)
     running = json_object_get(req->body, "running");
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
-    rc =
-        db_node_register(req->db, req->who.node_id, req->body, addr, old, sizeof(old), req->req_id);
+    rc = db_node_register(req->db, req->who.node_id, req->body, addr, old, new_state, sizeof(old),
+                          req->req_id);
     if (rc == RC_OK)
-        rc = audit_node_state(req, old, strcmp(old, "draining") == 0 ? "draining" : "ready",
-                              "worker registered");
+        rc = audit_node_state(req, old, new_state, "worker registered");
     if (rc == RC_OK) {
         char target[96];
         json_t *d = json_pack("{s:I,s:s}", "gpus",

@@ -94,7 +94,7 @@ enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const ch
 }
 
 enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const char *addr,
-                         char *old_state, size_t state_size, const char *req_id)
+                         char *old_state, char *new_state, size_t state_size, const char *req_id)
 {
     char id[24], cpus[24], mem[24];
     const json_t *gpus = json_object_get(body, "gpus"), *g;
@@ -114,16 +114,18 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
                     "UPDATE nodes n SET hostname = $2, addr = $3, labels = coalesce($4::jsonb, "
                     "n.labels), cpus = $5, memory_mb = $6, version = $7, last_seen_at = now(), "
                     "generation = n.generation + 1, "
-                    "state = CASE WHEN n.state = 'draining' THEN 'draining' ELSE 'ready' END "
-                    "FROM nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state",
+                    "state = CASE WHEN n.admin_drained THEN 'draining' ELSE 'ready' END "
+                    "FROM nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state, n.state",
                     7, p);
     }
     free(labels);
     rc = db_result_rc(r, req_id);
     if (rc == RC_OK && PQntuples(r) != 1)
         rc = RC_ENOTFOUND;
-    if (rc == RC_OK)
+    if (rc == RC_OK) {
         snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
+        snprintf(new_state, state_size, "%s", PQgetvalue(r, 0, 1));
+    }
     PQclear(r);
     if (rc == RC_OK) {
         const char *p[] = {id};
@@ -189,8 +191,8 @@ enum rc db_node_set_state(PGconn *c, int64_t node_id, const char *state, char *o
     char id[24];
     const char *p[] = {i64s(node_id, id, sizeof(id)), state};
     PGresult *r = db_exec(c,
-                          "UPDATE nodes n SET state = $2 FROM nodes o WHERE n.id = $1 AND o.id = "
-                          "n.id RETURNING o.state",
+                          "UPDATE nodes n SET state = $2, admin_drained = ($2 = 'draining') FROM "
+                          "nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state",
                           2, p);
     enum rc rc = db_result_rc(r, req_id);
 

@@ -30,12 +30,13 @@ enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const ch
                      const char *req_id) TY_WUR;
 
 /*
- * Update a node's inventory and mark it ready (a draining node stays
- * draining). gpus: the GPU array of the protocol, replacing the old list.
+ * Update a node's inventory and mark it ready (a node an admin drained
+ * stays draining). gpus: the GPU array of the protocol, replacing the old list.
  * old_state receives the state before (for the audit record).
  */
 enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const char *addr,
-                         char *old_state, size_t state_size, const char *req_id) TY_WUR;
+                         char *old_state, char *new_state, size_t state_size,
+                         const char *req_id) TY_WUR;
 
 /*
  * Record a heartbeat: last seen, GPU stats; a down node becomes ready again,

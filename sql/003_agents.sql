@@ -62,3 +62,7 @@ ALTER TABLE allocations ADD COLUMN cancel_sent boolean NOT NULL DEFAULT false;
 -- generation it began under, so a request left over from a killed worker
 -- process can never take (and lose) an assignment meant for its successor.
 ALTER TABLE nodes ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+
+-- Who drained a node: an admin's drain survives worker restarts; a worker's
+-- own drain (on its shutdown) ends when it registers again.
+ALTER TABLE nodes ADD COLUMN admin_drained boolean NOT NULL DEFAULT false;

@@ -214,6 +214,30 @@ class E2ETest(ServerTest):
                              json.loads(b)["job"]["id"] == job["id"] for _, b in Receiver.got),
                  timeout=20, what="job.failed webhook")
 
+    def test_5_drain_by_worker_and_by_admin(self):
+        def node_state(name):
+            return [n for n in self.admin.get("/api/v1/nodes")[1]["nodes"] if n["name"] == name][0]
+        w = self.workers[0]
+        w.stop()  # SIGTERM: the worker drains, stops its ranks, reports, exits 0
+        self.assertEqual(node_state("node-0")["state"], "draining")
+        w.start()
+        wait_for(lambda: node_state("node-0")["state"] == "ready", timeout=20,
+                 what="node-0 ready after its own drain")
+        # An admin's drain survives a worker restart; undrain ends it.
+        nid = node_state("node-0")["id"]
+        st, b, _ = self.admin.post("/api/v1/nodes/%s/drain" % nid)
+        self.assertEqual((st, b["state"]), (200, "draining"), b)
+        w.stop()
+        w.start()
+        time.sleep(2)
+        self.assertEqual(node_state("node-0")["state"], "draining")
+        st, b, _ = self.admin.post("/api/v1/nodes/%s/undrain" % nid)
+        self.assertEqual((st, b["state"]), (200, "ready"), b)
+        actions = [r[0] for r in self.db.sql("SELECT action FROM audit_events WHERE target IN "
+                                             "('node:node-0', 'node:%s')" % nid)]
+        self.assertIn("node.drain", actions)
+        self.assertIn("node.undrain", actions)
+
 
 if __name__ == "__main__":
     harness.main()
