@@ -16,7 +16,7 @@ pgdir=$(mktemp -d /tmp/trainyard-test-pg.XXXXXX)
 chmod 755 "$pgdir"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cleanup() {
-  scripts/pg.sh stop "$pgdir/data" || true
+  "$top/scripts/pg.sh" stop "$pgdir/data" || true
   rm -rf "$pgdir"
 }
 trap cleanup EXIT

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <libpq-events.h>
+
 #include "log.h"
 
 /* The generated table of embedded migrations (cmake/embed.cmake). */
@@ -181,9 +183,83 @@ int db_ping(struct db *db)
     return ok;
 }
 
+/*
+ * Prepared statements, cached per connection. Every SQL text in the server
+ * is a string literal, so its address identifies it: the first use on a
+ * connection prepares it (PQprepare), later uses only bind and execute
+ * (PQexecPrepared). That saves the parse and plan of every call, which was
+ * most of PostgreSQL's time per API request (bench/RESULTS.md, "API").
+ * The cache hangs off the PGconn as libpq instance data and is dropped when
+ * the connection is reset or closed, since the server forgets statements
+ * then too. A connection is used by one thread at a time, so no lock.
+ */
+#define DB_STMT_CACHE 256
+
+struct stmt_cache {
+    const char *sql[DB_STMT_CACHE]; /* borrowed literals */
+    int n;
+};
+
+static int stmt_event(PGEventId id, void *info, void *pass)
+{
+    (void)pass;
+    if (id == PGEVT_CONNRESET || id == PGEVT_CONNDESTROY) {
+        PGconn *c = id == PGEVT_CONNRESET ? ((PGEventConnReset *)info)->conn
+                                          : ((PGEventConnDestroy *)info)->conn;
+        struct stmt_cache *sc = PQinstanceData(c, stmt_event);
+        if (sc != NULL && id == PGEVT_CONNRESET)
+            sc->n = 0;
+        if (sc != NULL && id == PGEVT_CONNDESTROY) {
+            free(sc);
+            PQsetInstanceData(c, stmt_event, NULL);
+        }
+    }
+    return 1;
+}
+
+/* The connection's cache, created on first use; NULL if that fails. */
+static struct stmt_cache *stmt_cache_of(PGconn *conn)
+{
+    struct stmt_cache *sc = PQinstanceData(conn, stmt_event);
+
+    if (sc != NULL)
+        return sc;
+    if (!PQregisterEventProc(conn, stmt_event, "trainyard-stmts", NULL))
+        return NULL;
+    sc = calloc(1, sizeof(*sc));
+    if (sc != NULL && !PQsetInstanceData(conn, stmt_event, sc)) {
+        free(sc);
+        sc = NULL;
+    }
+    return sc;
+}
+
 PGresult *db_exec(PGconn *conn, const char *sql, int n, const char *const *params)
 {
-    return PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+    struct stmt_cache *sc;
+    char name[16];
+    int i;
+
+    /* Inside a failed transaction nothing can be prepared; let PostgreSQL
+     * answer with its error as it would for the statement itself. */
+    if (PQtransactionStatus(conn) == PQTRANS_INERROR || (sc = stmt_cache_of(conn)) == NULL)
+        return PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+    for (i = 0; i < sc->n; i++)
+        if (sc->sql[i] == sql)
+            break;
+    if (i == sc->n) {
+        PGresult *r;
+        if (sc->n == DB_STMT_CACHE)
+            return PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+        snprintf(name, sizeof(name), "ty%d", i);
+        r = PQprepare(conn, name, sql, n, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            return r; /* the statement's own error (syntax, types) */
+        PQclear(r);
+        sc->sql[sc->n++] = sql;
+    }
+    snprintf(name, sizeof(name), "ty%d", i);
+    return PQexecPrepared(conn, name, n, params, NULL, NULL, 0);
 }
 
 enum rc db_result_rc(const PGresult *res, const char *req_id)
