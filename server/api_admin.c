@@ -183,6 +183,7 @@ enum rc api_user_update(struct srv_req *req)
         json_decref(row);
         return rc == RC_ENOTFOUND ? srv_fail(req, rc, "", "no such user") : rc;
     }
+    auth_forget_all(req->app);
     return srv_reply(req, 200, row);
 }
 

@@ -19,6 +19,7 @@
 #include "db.h"
 #include "db_agent.h"
 #include "db_audit.h"
+#include "db_auth.h"
 #include "db_jobs.h"
 #include "lifecycle.h"
 #include "waiters.h"
@@ -175,6 +176,7 @@ enum rc api_agent_join(struct srv_req *req)
     }
     if ((rc = api_end(req, rc)) != RC_OK)
         goto out;
+    auth_forget_all(req->app); /* a re-join retires the node's old credential */
     rc = srv_reply(
         req, 201,
         json_pack("{s:s,s:s}", "node_id", api_i64(node_id, id, sizeof(id)), "credential", cred));

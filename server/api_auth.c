@@ -129,6 +129,7 @@ enum rc api_logout(struct srv_req *req)
         rc = audit_append_req(req, "auth.logout", target, "success", NULL);
     if ((rc = api_end(req, rc)) != RC_OK)
         return rc;
+    auth_forget_all(req->app);
     req->set_cookie = strdup(AUTH_SESSION_COOKIE "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
     return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
 }
@@ -223,6 +224,8 @@ enum rc api_token_revoke(struct srv_req *req)
         rc = audit_append_req(req, "token.revoke", target, "success", NULL);
     }
     rc = api_end(req, rc);
+    if (rc == RC_OK)
+        auth_forget_all(req->app);
     if (rc == RC_ENOTFOUND)
         return srv_fail(req, rc, "", "no such token");
     if (rc == RC_ECONFLICT)

@@ -6,11 +6,13 @@
  * other teams do not leak.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
+#include "cache.h"
 #include "db.h"
 #include "db_audit.h"
 #include "db_auth.h"
@@ -94,8 +96,10 @@ out:
 enum rc api_job_list(struct srv_req *req)
 {
     struct db_job_filter f = {0};
-    char cursor[24];
-    json_t *rows = NULL, *last;
+    char cursor[24], key[400];
+    json_t *rows = NULL, *last, *page;
+    int ttl = req->app->cfg->cache_ttl_ms;
+    uint64_t gen;
     enum rc rc;
 
     if ((rc = api_page(req, 50, 500, &f.limit, cursor, sizeof(cursor))) != RC_OK)
@@ -115,14 +119,36 @@ enum rc api_job_list(struct srv_req *req)
         return srv_fail(req, RC_EINVAL, f.team ? "team" : "user", "filter value is too long");
     if (req->who.role == SRV_ROLE_MEMBER)
         f.member_of = req->who.user_id;
+    /* The page for this scope and query may be in memory (cache.h); the
+     * generation is read before the query so a change committed meanwhile
+     * is never hidden by what this request stores. */
+    gen = db_jobs_generation();
+    snprintf(key, sizeof(key), "jobs|%lld|%s|%s|%s|%d|%s", (long long)f.member_of,
+             f.state ? f.state : "", f.team ? f.team : "", f.user ? f.user : "", f.limit, cursor);
+    if (ttl > 0 && cache_get(req->app->page_cache, key, srv_now_ms(), gen, &req->resp_raw,
+                             &req->resp_raw_len)) {
+        req->resp_ctype = "application/json; charset=utf-8";
+        req->status = 200;
+        return RC_OK;
+    }
     rc = db_job_list(req->db, &f, &rows, req->req_id);
     if (rc != RC_OK)
         return rc;
     last =
         json_array_size(rows) == (size_t)f.limit ? json_array_get(rows, (size_t)f.limit - 1) : NULL;
-    return srv_reply(req, 200,
-                     json_pack("{s:o,s:O}", "jobs", rows, "next_cursor",
-                               last ? json_object_get(last, "id") : json_null()));
+    page = json_pack("{s:o,s:O}", "jobs", rows, "next_cursor",
+                     last ? json_object_get(last, "id") : json_null());
+    req->resp_raw = page ? json_dumps(page, JSON_COMPACT) : NULL;
+    json_decref(page);
+    if (req->resp_raw == NULL)
+        return RC_ENOMEM;
+    req->resp_raw_len = strlen(req->resp_raw);
+    req->resp_ctype = "application/json; charset=utf-8";
+    req->status = 200;
+    if (ttl > 0)
+        cache_put(req->app->page_cache, key, req->resp_raw, req->resp_raw_len, srv_now_ms() + ttl,
+                  gen);
+    return RC_OK;
 }
 
 /* Load job params[0] and check the caller may see it. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "db_jobs.h"
 
 enum rc api_body_object(struct srv_req *req, const char *const *allowed)
 {
@@ -126,6 +127,8 @@ enum rc api_end(struct srv_req *req, enum rc rc)
         rc = db_commit(req->db);
         if (rc != RC_OK)
             db_rollback(req->db);
+        else
+            db_jobs_changed();
     } else {
         db_rollback(req->db);
     }

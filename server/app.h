@@ -16,6 +16,7 @@
 
 struct MHD_Daemon;
 struct waiters;
+struct cache;
 
 struct srv_app {
     const struct srv_config *cfg;  /* borrowed from main */
@@ -23,6 +24,8 @@ struct srv_app {
     struct ratelimit *login_limit; /* per username; owned by main */
     struct ratelimit *addr_limit;  /* per source address (5x looser: NAT); owned by main */
     struct waiters *waiters;       /* long-poll waiters; owned by main */
+    struct cache *auth_cache;      /* caller identities (cache.h); owned by main */
+    struct cache *page_cache;      /* job-list answers (cache.h); owned by main */
     struct MHD_Daemon *daemon;     /* owned by http.c */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
     pthread_mutex_t wake_lock;

@@ -62,6 +62,7 @@ static const struct opt opts[] = {
     I(login_max_failures, 1, 1000, "failed logins per user or address per window"),
     I(login_window_s, 1, 86400, "login rate-limit window in seconds"),
     I(pbkdf2_iterations, 600000, 100000000, "PBKDF2 iterations for new passwords"),
+    I(cache_ttl_ms, 0, 60000, "how long identities and job lists may be served from memory"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -83,6 +84,7 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->login_max_failures = 10;
     cfg->login_window_s = 300;
     cfg->pbkdf2_iterations = 600000;
+    cfg->cache_ttl_ms = 1000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

@@ -36,6 +36,7 @@ struct srv_config {
     int login_max_failures;         /* per user and per address, per window */
     int login_window_s;             /* the rate-limit window */
     int pbkdf2_iterations;          /* for new password hashes (>= 600000) */
+    int cache_ttl_ms;               /* identity and job-list cache lifetime; 0 = off */
 };
 
 /* Fill cfg with the defaults. */

@@ -4,8 +4,12 @@
 #include "db_auth.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "app.h"
+#include "cache.h"
+#include "config.h"
 #include "crypto.h"
 #include "db.h"
 #include "log.h"
@@ -142,14 +146,48 @@ static enum rc identify_node(struct srv_req *req, const char *cred)
     return rc;
 }
 
+/* Serve the identity from the cache, or look it up and remember it. */
+static enum rc identify_cached(struct srv_req *req, char kind, const char *secret,
+                               enum rc (*lookup)(struct srv_req *, const char *))
+{
+    struct cache *c = req->app->auth_cache;
+    int ttl = req->app->cfg->cache_ttl_ms;
+    char key[300], *val = NULL;
+    size_t len = 0;
+    enum rc rc;
+
+    snprintf(key, sizeof(key), "%c:%s", kind, secret);
+    if (ttl > 0 && c != NULL && cache_get(c, key, srv_now_ms(), 0, &val, &len)) {
+        if (len == sizeof(req->who)) {
+            memcpy(&req->who, val, sizeof(req->who));
+            free(val);
+            val = NULL;
+        }
+        free(val);
+    }
+    /* Handlers expect the request's connection checked out (no round trip). */
+    if (srv_db(req) == NULL)
+        return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
+    if (req->who.authenticated || req->who.node_id != 0)
+        return RC_OK;
+    rc = lookup(req, secret);
+    if (rc == RC_OK && ttl > 0 && c != NULL)
+        cache_put(c, key, &req->who, sizeof(req->who), srv_now_ms() + ttl, 0);
+    return rc;
+}
+
+void auth_forget_all(struct srv_app *app)
+{
+    if (app->auth_cache != NULL)
+        cache_clear(app->auth_cache);
+}
+
 enum rc auth_identify(struct srv_req *req, int agent)
 {
     const char *authz = srv_header(req, "Authorization");
     const char *cookies;
     char sid[128];
 
-    if (srv_db(req) == NULL)
-        return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
     if (authz != NULL) {
         const char *tok;
         if (strncasecmp(authz, "Bearer ", 7) != 0)
@@ -160,17 +198,17 @@ enum rc auth_identify(struct srv_req *req, int agent)
         if (agent) {
             if (strncmp(tok, "tyn_", 4) != 0)
                 return srv_fail(req, RC_EAUTH, "", "a node credential is required");
-            return identify_node(req, tok);
+            return identify_cached(req, 'n', tok, identify_node);
         }
         if (strncmp(tok, "tyt_", 4) != 0)
             return srv_fail(req, RC_EAUTH, "", "the bearer token is not an API token");
-        return identify_token(req, tok);
+        return identify_cached(req, 't', tok, identify_token);
     }
     if (agent)
         return srv_fail(req, RC_EAUTH, "", "a node credential is required");
     cookies = srv_header(req, "Cookie");
     if (cookies != NULL && cookie_value(cookies, AUTH_SESSION_COOKIE, sid, sizeof(sid)))
-        return identify_session(req, sid);
+        return identify_cached(req, 's', sid, identify_session);
     return srv_fail(req, RC_EAUTH, "", "sign in or send an API token");
 }
 

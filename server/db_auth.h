@@ -23,9 +23,18 @@
  * Fill req->who from the Authorization header or the session cookie. With
  * agent=1 only node credentials count, otherwise only user credentials.
  * RC_EAUTH with req->err filled when a credential is missing, unknown,
- * expired or revoked.
+ * expired or revoked. Identities are cached for cfg->cache_ttl_ms (cache.h):
+ * a revocation made through another replica takes effect here within that.
  */
 enum rc auth_identify(struct srv_req *req, int agent) TY_WUR;
+
+struct srv_app;
+
+/*
+ * Forget every cached identity (after a logout, a revocation, a user change
+ * or a node re-join), so this replica honours it at once.
+ */
+void auth_forget_all(struct srv_app *app);
 
 /* Constant-time check of the request's CSRF header against the session's. */
 int auth_csrf_ok(const struct srv_req *req, const char *csrf);

@@ -10,6 +10,18 @@
 #include "db.h"
 #include "db_audit.h"
 
+static _Atomic uint64_t jobs_generation;
+
+uint64_t db_jobs_generation(void)
+{
+    return jobs_generation;
+}
+
+void db_jobs_changed(void)
+{
+    jobs_generation++;
+}
+
 static const char *const job_states[] = {"QUEUED",  "PLACED",     "STARTING",
                                          "RUNNING", "RESTARTING", "SUCCEEDED",
                                          "FAILED",  "CANCELLED",  NULL};

@@ -17,6 +17,15 @@
 #include "err.h"
 #include "jobspec.h"
 
+/*
+ * A counter that moves after every committed change that a job list could
+ * show (api_end, the scheduler and the monitor call db_jobs_changed()).
+ * Cached job-list pages (cache.h) are valid only under the generation they
+ * were read in. Thread-safe (atomic).
+ */
+uint64_t db_jobs_generation(void);
+void db_jobs_changed(void);
+
 /* Whether s names a job state ("QUEUED", ...). */
 int db_job_state_valid(const char *s);
 

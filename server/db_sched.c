@@ -9,10 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/rand.h>
+
 #include "db.h"
 #include "db_alloc.h"
 #include "db_jobs.h"
 #include "log.h"
+#include "srv.h"
 
 #define SCHED_ACTOR "system:scheduler"
 
@@ -263,6 +266,16 @@ static const char *node_addr(const struct db_sched_snapshot *s, int64_t node_id,
     return "";
 }
 
+/* A uniform random number below n (n small), from the OpenSSL CSPRNG. */
+static unsigned random_below(unsigned n)
+{
+    unsigned v = 0;
+
+    if (RAND_bytes((unsigned char *)&v, sizeof(v)) != 1)
+        v = (unsigned)srv_mono_us();
+    return v % n;
+}
+
 static void touch(int64_t node, int64_t *nodes, size_t max, size_t *n)
 {
     for (size_t i = 0; i < *n; i++)
@@ -316,9 +329,11 @@ static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
     PQclear(r);
     if (rc != RC_OK)
         return rc;
-    /* A port per attempt from a range rendezvous tools leave alone; the
-     * rank-0 worker checks it can bind it before starting. */
-    snprintf(port, sizeof(port), "%lld", 29500 + (strtoll(attempt_id, NULL, 10) % 4000));
+    /* A random port per attempt, from a range below the kernel's ephemeral
+     * ports (32768+) and above the common service ports, so that two
+     * attempts on one node rarely meet (about 1 in 12,000 per pair).
+     * The rank-0 worker does not yet confirm it can bind it (issue 4 note). */
+    snprintf(port, sizeof(port), "%u", 20000u + random_below(12000));
     {
         const char *pp[] = {attempt_id, port};
         rc = db_exec_ok(c, "sched", "UPDATE attempts SET master_port = $2 WHERE id = $1", 2, pp);
@@ -382,6 +397,8 @@ enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
                            nnodes_touched);
     if (rc == RC_OK)
         rc = db_commit(c);
+    if (rc == RC_OK)
+        db_jobs_changed();
     if (rc != RC_OK) {
         db_rollback(c);
         *placed = 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "cache.h"
 #include "crypto.h"
 #include "db.h"
 #include "db_audit.h"
@@ -22,6 +23,7 @@
 #include "monitor.h"
 #include "ratelimit.h"
 #include "sched_loop.h"
+#include "srv.h"
 #include "waiters.h"
 #include "webhooks.h"
 
@@ -148,7 +150,10 @@ int main(int argc, char **argv)
     app.login_limit = ratelimit_new(cfg.login_max_failures, cfg.login_window_s);
     app.addr_limit = ratelimit_new(cfg.login_max_failures * 5, cfg.login_window_s);
     app.waiters = waiters_new(&app);
-    if (app.login_limit == NULL || app.addr_limit == NULL || app.waiters == NULL)
+    app.auth_cache = cache_new(4096, sizeof(struct srv_principal));
+    app.page_cache = cache_new(1024, 256 * 1024);
+    if (app.login_limit == NULL || app.addr_limit == NULL || app.waiters == NULL ||
+        app.auth_cache == NULL || app.page_cache == NULL)
         goto out;
     if (http_start(&app) != RC_OK)
         goto out;
@@ -170,6 +175,8 @@ out:
     http_stop(&app, 10000);
     waiters_free(app.waiters);
     ratelimit_free(app.login_limit);
+    cache_free(app.auth_cache);
+    cache_free(app.page_cache);
     ratelimit_free(app.addr_limit);
     db_free(app.db);
     pthread_mutex_destroy(&app.wake_lock);

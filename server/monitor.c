@@ -11,6 +11,7 @@
 #include "db.h"
 #include "db_agent.h"
 #include "db_audit.h"
+#include "db_jobs.h"
 #include "db_webhooks.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -66,6 +67,8 @@ static void check_nodes(struct monitor *m, PGconn *c)
         rc = db_commit(c);
     else
         db_rollback(c);
+    if (rc == RC_OK && json_array_size(lost) > 0)
+        db_jobs_changed();
     if (rc != RC_OK)
         LOG_WARN("monitor", "node check failed", "rc=%s", rc_str(rc));
     json_array_foreach(lost, i, node)
