@@ -28,11 +28,10 @@ for t in wrk nginx python3 psql pgbench; do
   command -v "$t" >/dev/null || { echo "run.sh: $t not found (scripts/deps.sh bench)" >&2; exit 1; }
 done
 
-if [ ! -x "$server" ]; then
-  echo "== building the release server in $build"
-  CC=${CC:-clang} cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" -j2 --target trainyard-server >/dev/null
-fi
+# Always (re)build: an old binary would measure old code.
+echo "== building the release server in $build"
+CC=${CC:-clang} cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j2 --target trainyard-server >/dev/null
 
 tmp=$(mktemp -d /tmp/tybench-api.XXXXXX)
 chmod 755 "$tmp"
