@@ -606,10 +606,13 @@ enum rc api_agent_exit(struct srv_req *req)
         if (strcmp(info.attempt_state, "ended") == 0 || info.cancel_requested) {
             rc = lifecycle_settle_cancel(req->db, info.job_id, actor, req->req_id);
         } else if (!node_ok(req->body)) {
+            const char *w = json_string_value(json_object_get(req->body, "reason"));
+            /* A busy rendezvous port is the platform's problem, not the job's. */
+            int counts = !(w != NULL && strncmp(w, "rendezvous port ", 16) == 0);
             exit_reason(req->body, reason, sizeof(reason));
             snprintf(why, sizeof(why), "attempt %d: %s on node %s", info.attempt, reason,
                      info.node_name);
-            rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, 1, actor,
+            rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, counts, actor,
                                           req->req_id);
         } else if (live == 0 && all_ok) {
             rc = lifecycle_attempt_succeeded(req->db, info.job_id, attempt_id, actor, req->req_id);

@@ -63,6 +63,8 @@ static const struct opt opts[] = {
     I(login_window_s, 1, 86400, "login rate-limit window in seconds"),
     I(pbkdf2_iterations, 600000, 100000000, "PBKDF2 iterations for new passwords"),
     I(cache_ttl_ms, 0, 60000, "how long identities and job lists may be served from memory"),
+    I(rendezvous_port_min, 1024, 65535, "lowest MASTER_PORT handed to a job"),
+    I(rendezvous_port_max, 1024, 65535, "highest MASTER_PORT handed to a job"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -85,6 +87,8 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->login_window_s = 300;
     cfg->pbkdf2_iterations = 600000;
     cfg->cache_ttl_ms = 1000;
+    cfg->rendezvous_port_min = 20000;
+    cfg->rendezvous_port_max = 31999;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)
@@ -263,6 +267,9 @@ enum rc srv_config_load(struct srv_config *cfg, int argc, char **argv, struct er
         if ((rc = set_opt(cfg, o, val, "flag", e)) != RC_OK)
             return rc;
     }
+    if (cfg->rendezvous_port_max < cfg->rendezvous_port_min)
+        return err_set(e, RC_EINVAL, "rendezvous_port_max",
+                       "rendezvous_port_max must not be below rendezvous_port_min");
     if (cfg->database_url[0] == '\0')
         return err_set(e, RC_EINVAL, "database_url",
                        "no database: set --database-url or TRAINYARD_DATABASE_URL");

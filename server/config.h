@@ -37,6 +37,8 @@ struct srv_config {
     int login_window_s;             /* the rate-limit window */
     int pbkdf2_iterations;          /* for new password hashes (>= 600000) */
     int cache_ttl_ms;               /* identity and job-list cache lifetime; 0 = off */
+    int rendezvous_port_min;        /* MASTER_PORT range, inclusive */
+    int rendezvous_port_max;
 };
 
 /* Fill cfg with the defaults. */

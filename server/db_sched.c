@@ -287,8 +287,8 @@ static void touch(int64_t node, int64_t *nodes, size_t max, size_t *n)
 
 /* Write one placement: job -> PLACED, a new attempt, its allocations. */
 static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
-                         const struct sched_placement *p, int *placed, int64_t *nodes, size_t max,
-                         size_t *nnodes)
+                         const struct sched_placement *p, int port_min, int port_max, int *placed,
+                         int64_t *nodes, size_t max, size_t *nnodes)
 {
     static const char *const from[] = {"QUEUED", "RESTARTING", NULL};
     char job[24], attempt[16], attempt_id[24], port[16], reason[256], node[24], rank[16], start[16],
@@ -329,11 +329,13 @@ static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
     PQclear(r);
     if (rc != RC_OK)
         return rc;
-    /* A random port per attempt, from a range below the kernel's ephemeral
-     * ports (32768+) and above the common service ports, so that two
-     * attempts on one node rarely meet (about 1 in 12,000 per pair).
-     * The rank-0 worker does not yet confirm it can bind it (issue 4 note). */
-    snprintf(port, sizeof(port), "%u", 20000u + random_below(12000));
+    /* A random port per attempt, by default from a range below the kernel's
+     * ephemeral ports (32768+) and above the common service ports, so that
+     * two attempts on one node rarely meet. The rank-0 worker confirms it can
+     * bind the port and refuses the attempt otherwise (re-placed, not
+     * counted against max_restarts). */
+    snprintf(port, sizeof(port), "%u",
+             (unsigned)port_min + random_below((unsigned)(port_max - port_min + 1)));
     {
         const char *pp[] = {attempt_id, port};
         rc = db_exec_ok(c, "sched", "UPDATE attempts SET master_port = $2 WHERE id = $1", 2, pp);
@@ -369,8 +371,8 @@ static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
 }
 
 enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
-                       const struct sched_decisions *d, int *placed, int64_t *nodes_touched,
-                       size_t nodes_max, size_t *nnodes_touched)
+                       const struct sched_decisions *d, int port_min, int port_max, int *placed,
+                       int64_t *nodes_touched, size_t nodes_max, size_t *nnodes_touched)
 {
     static const char *const running[] = {"PLACED", "STARTING", "RUNNING", NULL};
     enum rc rc = db_begin(c);
@@ -393,8 +395,8 @@ enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
     }
     for (size_t i = 0; rc == RC_OK && i < d->nplacements; i++)
         if (d->placements[i].nallocs > 0)
-            rc = place_one(c, s, &d->placements[i], placed, nodes_touched, nodes_max,
-                           nnodes_touched);
+            rc = place_one(c, s, &d->placements[i], port_min, port_max, placed, nodes_touched,
+                           nodes_max, nnodes_touched);
     if (rc == RC_OK)
         rc = db_commit(c);
     if (rc == RC_OK)

@@ -38,11 +38,12 @@ void db_sched_snapshot_free(struct db_sched_snapshot *s);
 /*
  * Apply d in one transaction: preemptions (job -> RESTARTING, GPUs back),
  * placements (attempt, allocations, job -> PLACED), each audited. Jobs whose
- * state changed since the snapshot are skipped. *placed receives the number
+ * state changed since the snapshot are skipped. Each attempt gets a random
+ * rendezvous port in [port_min, port_max]. *placed receives the number
  * of jobs placed; nodes_touched (array of nnodes_max) the node ids to wake.
  */
 enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
-                       const struct sched_decisions *d, int *placed, int64_t *nodes_touched,
-                       size_t nodes_max, size_t *nnodes_touched) TY_WUR;
+                       const struct sched_decisions *d, int port_min, int port_max, int *placed,
+                       int64_t *nodes_touched, size_t nodes_max, size_t *nnodes_touched) TY_WUR;
 
 #endif

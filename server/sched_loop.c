@@ -50,8 +50,9 @@ static void one_pass(struct sched_loop *loop, PGconn *c)
     if (rc == RC_OK)
         rc = sched_plan(loop->policy, &snap.cluster, &snap.queue, snap.now_ms, &loop->decisions);
     if (rc == RC_OK && (loop->decisions.nplacements > 0 || loop->decisions.npreemptions > 0))
-        rc = db_sched_apply(c, &snap, &loop->decisions, &placed, loop->touched, SCHED_MAX_TOUCHED,
-                            &ntouched);
+        rc = db_sched_apply(c, &snap, &loop->decisions, loop->app->cfg->rendezvous_port_min,
+                            loop->app->cfg->rendezvous_port_max, &placed, loop->touched,
+                            SCHED_MAX_TOUCHED, &ntouched);
     if (rc != RC_OK)
         LOG_WARN("sched", "pass failed", "rc=%s", rc_str(rc));
     else if (placed > 0 || loop->decisions.npreemptions > 0)

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -520,6 +521,28 @@ static void refuse(struct agent *a, const char *attempt_id, const struct wrk_ass
     wrk_shipper_exit(a->shipper, &r);
 }
 
+/*
+ * The rank-0 node confirms the rendezvous port is free before starting: a
+ * port taken by another program would make every rank hang in init and fail
+ * much later. Refusing at once lets the server re-place the attempt with a
+ * new port (and not count it against max_restarts).
+ */
+static int port_free(int port)
+{
+    struct sockaddr_in sin;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+    if (fd < 0)
+        return 1; /* cannot tell; let the ranks try */
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_ANY);
+    ok = bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+    close(fd);
+    return ok;
+}
+
 static void save_state(struct agent *a)
 {
     struct wrk_state *st = NULL;
@@ -548,6 +571,12 @@ static void launch(struct agent *a, struct wrk_assignment *as)
         return; /* delivered twice */
     if (a->draining) {
         refuse(a, as->attempt_id, as, "node is draining");
+        return;
+    }
+    if (as->node_rank == 0 && !port_free(as->master_port)) {
+        snprintf(reason, sizeof(reason), "rendezvous port %d is in use on this node",
+                 as->master_port);
+        refuse(a, as->attempt_id, as, reason);
         return;
     }
     if (wrk_path_check(as->work_dir, a->roots, a->nroots, 1, work, sizeof(work), &e) != RC_OK ||
