@@ -381,7 +381,10 @@ static enum rc mark_starting(struct srv_req *req, const json_t *jobs)
 static enum rc assignments_poll(struct srv_req *req)
 {
     json_t *assignments = NULL, *jobs = NULL, *cancels = NULL;
-    enum rc rc = api_begin(req);
+    enum rc rc;
+
+    req->poll_checked_us = srv_mono_us(); /* before looking: see waiters.h */
+    rc = api_begin(req);
 
     if (rc == RC_OK)
         rc = db_assignments_take(req->db, req->who.node_id, req->poll_arg,

@@ -135,6 +135,7 @@ static long follow_read(void *cls, uint64_t pos, char *buf, size_t max)
         fw->off = fw->len = 0;
         if (fw->done || fw->req->app->stopping)
             return -1;
+        fw->req->poll_checked_us = srv_mono_us(); /* before looking: see waiters.h */
         follow_fill(fw);
         if (fw->len == 0) {
             if (srv_now_ms() >= fw->req->poll_deadline_ms && fw->req->poll_deadline_ms != 0) {

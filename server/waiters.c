@@ -18,14 +18,27 @@ struct waiter_entry {
     struct waiter_entry *next;
 };
 
+#define WAITERS_RECENT 1024
+
 struct waiters {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     struct waiter_entry *head;
+    /* When each key was last notified (hashed; collisions only cause an
+     * early, harmless resume). recent_all_us: the last notify of every key. */
+    int64_t recent_key[WAITERS_RECENT];
+    int64_t recent_us[WAITERS_RECENT];
+    int64_t recent_all_us;
     int stop;
     pthread_t thread;
     int started;
 };
+
+static size_t recent_slot(int64_t key)
+{
+    uint64_t k = (uint64_t)key * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(k >> 54) % WAITERS_RECENT;
+}
 
 /* Detach entries matching key (0 = all) or expired ones; resume them unlocked. */
 static void resume_matching(struct waiters *w, int64_t key, int expired_only)
@@ -34,6 +47,15 @@ static void resume_matching(struct waiters *w, int64_t key, int expired_only)
     int64_t now = srv_now_ms();
 
     pthread_mutex_lock(&w->lock);
+    if (!expired_only) {
+        int64_t us = srv_mono_us();
+        if (key == 0) {
+            w->recent_all_us = us;
+        } else {
+            w->recent_key[recent_slot(key)] = key;
+            w->recent_us[recent_slot(key)] = us;
+        }
+    }
     pp = &w->head;
     while (*pp != NULL) {
         struct waiter_entry *e = *pp;
@@ -108,6 +130,18 @@ void waiters_add(struct waiters *w, struct srv_req *req, int64_t key)
     e->req = req;
     e->key = key;
     pthread_mutex_lock(&w->lock);
+    {
+        size_t s = recent_slot(key);
+        int missed = w->recent_all_us >= req->poll_checked_us ||
+                     (w->recent_key[s] == key && w->recent_us[s] >= req->poll_checked_us);
+        if (missed) {
+            /* News came after the handler looked: answer now. */
+            pthread_mutex_unlock(&w->lock);
+            free(e);
+            http_resume(req);
+            return;
+        }
+    }
     e->next = w->head;
     w->head = e;
     pthread_mutex_unlock(&w->lock);

@@ -4,7 +4,12 @@
  *
  * A handler that has nothing to answer sets req->suspended, req->resume_fn and
  * req->poll_deadline_ms, then calls waiters_add(); http.c suspends the
- * connection (no thread is held). waiters_notify(key) or the deadline resumes
+ * connection (no thread is held).
+ *
+ * No lost wake-ups: a handler stamps req->poll_checked_us just before it
+ * looks for news. A notification for its key at or after that stamp, which
+ * may land between the look and the park, makes waiters_add() resume the
+ * request at once instead of parking it. waiters_notify(key) or the deadline resumes
  * it, and libmicrohttpd calls resume_fn on a pool thread to answer.
  *
  * Threads: one timer thread resumes expired waiters. All functions are

@@ -48,7 +48,11 @@ class RendezvousPortTest(ServerTest):
             def refused():
                 ev = self.admin.get("/api/v1/jobs/%s/events" % job["id"])[1]["events"]
                 return [e for e in ev if "rendezvous port %d is in use" % self.port in e["reason"]]
-            wait_for(refused, timeout=30, what="a refusal for the busy port")
+            try:
+                wait_for(refused, timeout=30, what="a refusal for the busy port")
+            except AssertionError:
+                print(w.log_tail(40))
+                raise
             blocker.close()
             done = wait_for(lambda: (lambda j: j if j["state"] in ("SUCCEEDED", "FAILED") else None)(
                 self.admin.get("/api/v1/jobs/" + job["id"])[1]), timeout=60, what="the job to end")
