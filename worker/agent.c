@@ -78,6 +78,7 @@ struct agent {
     atomic_int poll_stop;
     atomic_int poll_draining;
     pthread_mutex_t qmu;
+    pthread_cond_t qcv;          /* signalled by enqueue(): work for the main loop */
     struct qitem *qhead, *qtail; /* under qmu */
 };
 
@@ -384,6 +385,29 @@ static void enqueue(struct agent *a, struct qitem *q)
     else
         a->qhead = q;
     a->qtail = q;
+    pthread_cond_signal(&a->qcv);
+    pthread_mutex_unlock(&a->qmu);
+}
+
+/*
+ * Wait up to ms for enqueue(): an assignment starts the moment it arrives
+ * instead of at the loop's next tick (that tick cost launches 0-100 ms;
+ * bench/RESULTS.md, "Launch").
+ */
+static void wait_for_queue(struct agent *a, int ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&a->qmu);
+    if (a->qhead == NULL)
+        pthread_cond_timedwait(&a->qcv, &a->qmu, &ts);
     pthread_mutex_unlock(&a->qmu);
 }
 
@@ -716,6 +740,7 @@ int wrk_agent_run(const struct wrk_config *cfg)
     atomic_init(&a->poll_stop, 0);
     atomic_init(&a->poll_draining, 0);
     pthread_mutex_init(&a->qmu, NULL);
+    pthread_cond_init(&a->qcv, NULL);
     if (setup(a) != 0)
         goto out;
     if (cfg->discover_only) {
@@ -825,7 +850,7 @@ int wrk_agent_run(const struct wrk_config *cfg)
             LOG_WARN("agent", "ranks still running at the drain deadline", "");
             break;
         }
-        sleep_ms(100);
+        wait_for_queue(a, 100);
     }
     heartbeat(a); /* draining, nothing running */
     ret = 0;
@@ -866,5 +891,6 @@ out:
         free(a->credential);
     }
     pthread_mutex_destroy(&a->qmu);
+    pthread_cond_destroy(&a->qcv);
     return ret;
 }
