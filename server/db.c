@@ -496,3 +496,32 @@ json_t *db_row_to_json(const PGresult *res, int row)
     }
     return o;
 }
+
+enum rc db_query_json(PGconn *conn, const char *sql, int n, const char *const *params, int one,
+                      json_t **out, const char *req_id)
+{
+    PGresult *res = db_exec(conn, sql, n, params);
+    enum rc rc = db_result_rc(res, req_id);
+
+    *out = NULL;
+    if (rc == RC_OK && one) {
+        if (PQntuples(res) < 1)
+            rc = RC_ENOTFOUND;
+        else if ((*out = db_row_to_json(res, 0)) == NULL)
+            rc = RC_ENOMEM;
+    } else if (rc == RC_OK) {
+        *out = json_array();
+        for (int i = 0; *out != NULL && i < PQntuples(res); i++)
+            json_array_append_new(*out, db_row_to_json(res, i));
+        if (*out == NULL)
+            rc = RC_ENOMEM;
+    }
+    PQclear(res);
+    return rc;
+}
+
+const char *db_i64(int64_t v, char *buf, size_t size)
+{
+    snprintf(buf, size, "%lld", (long long)v);
+    return buf;
+}

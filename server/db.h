@@ -81,6 +81,17 @@ int db_schema_version_known(void);
 enum rc db_parse_i64(const char *s, int64_t *out) TY_WUR;
 
 /*
+ * Run sql and return the result as JSON (new reference in *out): with one=1
+ * the first row as an object (RC_ENOTFOUND when there is none), otherwise
+ * every row in an array. Rows convert as db_row_to_json() says.
+ */
+enum rc db_query_json(PGconn *conn, const char *sql, int n, const char *const *params, int one,
+                      json_t **out, const char *req_id) TY_WUR;
+
+/* v as decimal text in buf (at least 24 bytes); returns buf, for parameters. */
+const char *db_i64(int64_t v, char *buf, size_t size);
+
+/*
  * One result row as a JSON object (new reference, NULL on ENOMEM): columns
  * named "id" or ending in "_id" become strings, other integers numbers,
  * booleans booleans, json/jsonb parsed values, timestamptz ISO-8601 UTC

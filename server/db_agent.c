@@ -9,36 +9,6 @@
 
 #include "db.h"
 
-static const char *i64s(int64_t v, char *buf, size_t n)
-{
-    snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
-/* Run sql and return the first row as JSON (one) or all rows (array). */
-static enum rc query_json(PGconn *c, const char *sql, int n, const char *const *p, int one,
-                          json_t **out, const char *req_id)
-{
-    PGresult *res = db_exec(c, sql, n, p);
-    enum rc rc = db_result_rc(res, req_id);
-
-    *out = NULL;
-    if (rc == RC_OK && one) {
-        if (PQntuples(res) < 1)
-            rc = RC_ENOTFOUND;
-        else if ((*out = db_row_to_json(res, 0)) == NULL)
-            rc = RC_ENOMEM;
-    } else if (rc == RC_OK) {
-        *out = json_array();
-        for (int i = 0; *out != NULL && i < PQntuples(res); i++)
-            json_array_append_new(*out, db_row_to_json(res, i));
-        if (*out == NULL)
-            rc = RC_ENOMEM;
-    }
-    PQclear(res);
-    return rc;
-}
-
 /* A JSON value as compact text (malloc'ed) or NULL. */
 static char *dump(const json_t *j)
 {
@@ -49,13 +19,13 @@ enum rc db_join_token_create(PGconn *c, int64_t created_by, int64_t ttl_s, int64
                              const char *token_hash, json_t **out, const char *req_id)
 {
     char by[24], ttl[24], u[24];
-    const char *p[] = {token_hash, i64s(created_by, by, sizeof(by)), i64s(uses, u, sizeof(u)),
-                       i64s(ttl_s, ttl, sizeof(ttl))};
-    return query_json(c,
-                      "INSERT INTO join_tokens (token_hash, created_by, uses_left, expires_at) "
-                      "VALUES ($1, $2, $3, now() + make_interval(secs => $4::bigint)) RETURNING "
-                      "id, uses_left AS uses, expires_at",
-                      4, p, 1, out, req_id);
+    const char *p[] = {token_hash, db_i64(created_by, by, sizeof(by)), db_i64(uses, u, sizeof(u)),
+                       db_i64(ttl_s, ttl, sizeof(ttl))};
+    return db_query_json(c,
+                         "INSERT INTO join_tokens (token_hash, created_by, uses_left, expires_at) "
+                         "VALUES ($1, $2, $3, now() + make_interval(secs => $4::bigint)) RETURNING "
+                         "id, uses_left AS uses, expires_at",
+                         4, p, 1, out, req_id);
 }
 
 enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *req_id)
@@ -105,9 +75,9 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
     enum rc rc;
     size_t i;
 
-    i64s(node_id, id, sizeof(id));
-    i64s(json_integer_value(json_object_get(body, "cpus")), cpus, sizeof(cpus));
-    i64s(json_integer_value(json_object_get(body, "memory_mb")), mem, sizeof(mem));
+    db_i64(node_id, id, sizeof(id));
+    db_i64(json_integer_value(json_object_get(body, "cpus")), cpus, sizeof(cpus));
+    db_i64(json_integer_value(json_object_get(body, "memory_mb")), mem, sizeof(mem));
     {
         const char *p[] = {id, host ? host : "", addr, labels, cpus, mem, ver ? ver : ""};
         r = db_exec(c,
@@ -140,10 +110,10 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
         const char *cc = json_string_value(json_object_get(g, "compute_capability"));
         const char *p[] = {
             id,
-            i64s(json_integer_value(json_object_get(g, "index")), idx, sizeof(idx)),
+            db_i64(json_integer_value(json_object_get(g, "index")), idx, sizeof(idx)),
             uuid ? uuid : "",
             model ? model : "",
-            i64s(json_integer_value(json_object_get(g, "memory_mb")), mb, sizeof(mb)),
+            db_i64(json_integer_value(json_object_get(g, "memory_mb")), mb, sizeof(mb)),
             cc ? cc : "",
             peers ? peers : "[]"};
         if (rc == RC_OK)
@@ -166,7 +136,7 @@ enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, i
     PGresult *r;
     enum rc rc;
 
-    i64s(node_id, id, sizeof(id));
+    db_i64(node_id, id, sizeof(id));
     r = db_exec(c,
                 "UPDATE nodes n SET last_seen_at = now(), gpu_stats = $2::jsonb, state = CASE "
                 "WHEN $3::boolean AND n.state <> 'down' THEN 'draining' WHEN n.state = 'down' "
@@ -189,7 +159,7 @@ enum rc db_node_set_state(PGconn *c, int64_t node_id, const char *state, char *o
                           size_t state_size, const char *req_id)
 {
     char id[24];
-    const char *p[] = {i64s(node_id, id, sizeof(id)), state};
+    const char *p[] = {db_i64(node_id, id, sizeof(id)), state};
     PGresult *r = db_exec(c,
                           "UPDATE nodes n SET state = $2, admin_drained = ($2 = 'draining') FROM "
                           "nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state",
@@ -247,15 +217,16 @@ enum rc db_attempts_to_stop(PGconn *c, int64_t node_id, const json_t *running, j
         return RC_ENOMEM;
     }
     {
-        const char *p[] = {i64s(node_id, id, sizeof(id)), ids};
+        const char *p[] = {db_i64(node_id, id, sizeof(id)), ids};
         /* Unknown ids are stopped too: nothing should run that the server
          * does not account for. */
-        rc = query_json(c,
-                        "SELECT x::text AS a FROM unnest($2::bigint[]) x WHERE NOT EXISTS (SELECT "
-                        "1 FROM allocations a JOIN attempts t ON t.id = a.attempt_id JOIN jobs j "
-                        "ON j.id = a.job_id WHERE a.attempt_id = x AND a.node_id = $1 AND "
-                        "a.released_at IS NULL AND t.state <> 'ended' AND NOT j.cancel_requested)",
-                        2, p, 0, &rows, req_id);
+        rc = db_query_json(
+            c,
+            "SELECT x::text AS a FROM unnest($2::bigint[]) x WHERE NOT EXISTS (SELECT "
+            "1 FROM allocations a JOIN attempts t ON t.id = a.attempt_id JOIN jobs j "
+            "ON j.id = a.job_id WHERE a.attempt_id = x AND a.node_id = $1 AND "
+            "a.released_at IS NULL AND t.state <> 'ended' AND NOT j.cancel_requested)",
+            2, p, 0, &rows, req_id);
     }
     free(ids);
     json_array_foreach(rows, i, row)
@@ -281,12 +252,12 @@ enum rc db_attempts_lost_on_node(PGconn *c, int64_t node_id, const json_t *runni
         return RC_ENOMEM;
     }
     {
-        const char *p[] = {i64s(node_id, id, sizeof(id)), ids};
-        rc = query_json(c,
-                        "SELECT a.attempt_id::text AS a FROM allocations a WHERE a.node_id = $1 "
-                        "AND a.released_at IS NULL AND a.delivered AND NOT (a.attempt_id = "
-                        "ANY($2::bigint[]))",
-                        2, p, 0, &rows, req_id);
+        const char *p[] = {db_i64(node_id, id, sizeof(id)), ids};
+        rc = db_query_json(c,
+                           "SELECT a.attempt_id::text AS a FROM allocations a WHERE a.node_id = $1 "
+                           "AND a.released_at IS NULL AND a.delivered AND NOT (a.attempt_id = "
+                           "ANY($2::bigint[]))",
+                           2, p, 0, &rows, req_id);
     }
     free(ids);
     json_array_foreach(rows, i, row)
@@ -351,7 +322,7 @@ out:
 enum rc db_node_generation(PGconn *c, int64_t node_id, int64_t *generation, const char *req_id)
 {
     char id[24];
-    const char *p[] = {i64s(node_id, id, sizeof(id))};
+    const char *p[] = {db_i64(node_id, id, sizeof(id))};
     PGresult *r = db_exec(c, "SELECT generation FROM nodes WHERE id = $1", 1, p);
     enum rc rc = db_result_rc(r, req_id);
 
@@ -366,7 +337,7 @@ enum rc db_node_generation(PGconn *c, int64_t node_id, int64_t *generation, cons
 enum rc db_allocs_redeliver(PGconn *c, int64_t node_id, const char *req_id)
 {
     char id[24];
-    const char *p[] = {i64s(node_id, id, sizeof(id))};
+    const char *p[] = {db_i64(node_id, id, sizeof(id))};
     return db_exec_ok(c, req_id,
                       "UPDATE allocations SET delivered = false WHERE node_id = $1 AND "
                       "released_at IS NULL AND delivered AND NOT started",
@@ -378,7 +349,7 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
                             json_t **cancels, const char *req_id)
 {
     char id[24], gen[24];
-    const char *p[] = {i64s(node_id, id, sizeof(id)), i64s(generation, gen, sizeof(gen))};
+    const char *p[] = {db_i64(node_id, id, sizeof(id)), db_i64(generation, gen, sizeof(gen))};
     PGresult *r;
     enum rc rc;
     json_t *rows = NULL, *row;
@@ -413,13 +384,14 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
     PQclear(r);
     if (rc != RC_OK)
         return rc;
-    rc = query_json(c,
-                    "UPDATE allocations a SET cancel_sent = true FROM attempts t, jobs j WHERE "
-                    "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND "
-                    "a.released_at IS NULL AND a.delivered AND NOT a.cancel_sent AND (t.state = "
-                    "'ended' OR j.cancel_requested) AND EXISTS (SELECT 1 FROM nodes n WHERE n.id "
-                    "= $1 AND n.generation = $2) RETURNING a.attempt_id::text AS a",
-                    2, p, 0, &rows, req_id);
+    rc =
+        db_query_json(c,
+                      "UPDATE allocations a SET cancel_sent = true FROM attempts t, jobs j WHERE "
+                      "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND "
+                      "a.released_at IS NULL AND a.delivered AND NOT a.cancel_sent AND (t.state = "
+                      "'ended' OR j.cancel_requested) AND EXISTS (SELECT 1 FROM nodes n WHERE n.id "
+                      "= $1 AND n.generation = $2) RETURNING a.attempt_id::text AS a",
+                      2, p, 0, &rows, req_id);
     json_array_foreach(rows, i, row)
     {
         json_array_append(*cancels, json_object_get(row, "a"));
@@ -432,7 +404,7 @@ enum rc db_attempt_info(PGconn *c, int64_t attempt_id, int64_t node_id, int lock
                         struct db_attempt_info *out, const char *req_id)
 {
     char a[24], n[24];
-    const char *p[] = {i64s(attempt_id, a, sizeof(a)), i64s(node_id, n, sizeof(n))};
+    const char *p[] = {db_i64(attempt_id, a, sizeof(a)), db_i64(node_id, n, sizeof(n))};
     PGresult *r = db_exec(c,
                           lock ? "SELECT j.id, t.attempt, t.state, j.state, j.cancel_requested, "
                                  "j.restarts, j.max_restarts, al.released_at IS NOT NULL, "
@@ -472,7 +444,7 @@ enum rc db_attempt_node_started(PGconn *c, int64_t attempt_id, int64_t node_id, 
                                 const char *req_id)
 {
     char a[24], n[24];
-    const char *p[] = {i64s(attempt_id, a, sizeof(a)), i64s(node_id, n, sizeof(n))};
+    const char *p[] = {db_i64(attempt_id, a, sizeof(a)), db_i64(node_id, n, sizeof(n))};
     PGresult *r;
     enum rc rc = db_exec_ok(c, req_id,
                             "UPDATE allocations SET started = true WHERE attempt_id = $1 AND "
@@ -494,7 +466,7 @@ enum rc db_attempt_node_exit(PGconn *c, int64_t attempt_id, int64_t node_id,
 {
     char a[24], n[24];
     char *info = dump(exit_info);
-    const char *p[] = {i64s(attempt_id, a, sizeof(a)), i64s(node_id, n, sizeof(n)),
+    const char *p[] = {db_i64(attempt_id, a, sizeof(a)), db_i64(node_id, n, sizeof(n)),
                        info ? info : "{}"};
     PGresult *r;
     enum rc rc = db_exec_ok(c, req_id,
@@ -523,7 +495,7 @@ enum rc db_attempt_node_exit(PGconn *c, int64_t attempt_id, int64_t node_id,
 enum rc db_attempt_end(PGconn *c, int64_t attempt_id, const char *outcome, const char *req_id)
 {
     char a[24];
-    const char *p[] = {i64s(attempt_id, a, sizeof(a)), outcome};
+    const char *p[] = {db_i64(attempt_id, a, sizeof(a)), outcome};
     return db_exec_ok(c, req_id,
                       "UPDATE attempts SET state = 'ended', outcome = $2, ended_at = now() WHERE "
                       "id = $1 AND state <> 'ended'",
@@ -533,7 +505,7 @@ enum rc db_attempt_end(PGconn *c, int64_t attempt_id, const char *outcome, const
 enum rc db_attempt_state(PGconn *c, int64_t attempt_id, const char *state, const char *req_id)
 {
     char a[24];
-    const char *p[] = {i64s(attempt_id, a, sizeof(a)), state};
+    const char *p[] = {db_i64(attempt_id, a, sizeof(a)), state};
     return db_exec_ok(c, req_id,
                       "UPDATE attempts SET state = $2 WHERE id = $1 AND state <> 'ended'", 2, p);
 }
@@ -541,14 +513,14 @@ enum rc db_attempt_state(PGconn *c, int64_t attempt_id, const char *state, const
 enum rc db_job_count_restart(PGconn *c, int64_t job_id, const char *req_id)
 {
     char j[24];
-    const char *p[] = {i64s(job_id, j, sizeof(j))};
+    const char *p[] = {db_i64(job_id, j, sizeof(j))};
     return db_exec_ok(c, req_id, "UPDATE jobs SET restarts = restarts + 1 WHERE id = $1", 1, p);
 }
 
 enum rc db_job_live_allocs(PGconn *c, int64_t job_id, int *n, const char *req_id)
 {
     char j[24];
-    const char *p[] = {i64s(job_id, j, sizeof(j))};
+    const char *p[] = {db_i64(job_id, j, sizeof(j))};
     PGresult *r = db_exec(c,
                           "SELECT count(*) FROM allocations WHERE job_id = $1 AND released_at IS "
                           "NULL",
@@ -566,7 +538,7 @@ enum rc db_output_store(PGconn *c, int64_t job_id, int attempt, const json_t *lo
 {
     char j[24], at[16];
     char *l = dump(logs), *m = dump(metrics), *k = dump(checkpoints);
-    const char *p[] = {i64s(job_id, j, sizeof(j)), at, l ? l : "[]"};
+    const char *p[] = {db_i64(job_id, j, sizeof(j)), at, l ? l : "[]"};
     const char *pm[] = {j, at, m ? m : "[]"};
     const char *pk[] = {j, at, k ? k : "[]"};
     enum rc rc;
@@ -606,20 +578,21 @@ enum rc db_nodes_mark_lost(PGconn *c, int timeout_s, json_t **lost, const char *
     snprintf(t, sizeof(t), "%d", timeout_s);
     /* The UPDATE claims each node once, so concurrent replicas do not both
      * handle the same loss. */
-    return query_json(c,
-                      "WITH gone AS (UPDATE nodes SET state = 'down' WHERE state <> 'down' AND "
-                      "last_seen_at < now() - make_interval(secs => $1::int) RETURNING id, name) "
-                      "SELECT g.id AS node_id, g.name AS node, coalesce((SELECT json_agg("
-                      "json_build_object('attempt_id', a.attempt_id::text, 'job_id', "
-                      "a.job_id::text)) FROM allocations a WHERE a.node_id = g.id AND "
-                      "a.released_at IS NULL), '[]'::json) AS allocations FROM gone g",
-                      1, p, 0, lost, req_id);
+    return db_query_json(
+        c,
+        "WITH gone AS (UPDATE nodes SET state = 'down' WHERE state <> 'down' AND "
+        "last_seen_at < now() - make_interval(secs => $1::int) RETURNING id, name) "
+        "SELECT g.id AS node_id, g.name AS node, coalesce((SELECT json_agg("
+        "json_build_object('attempt_id', a.attempt_id::text, 'job_id', "
+        "a.job_id::text)) FROM allocations a WHERE a.node_id = g.id AND "
+        "a.released_at IS NULL), '[]'::json) AS allocations FROM gone g",
+        1, p, 0, lost, req_id);
 }
 
 enum rc db_alloc_release_node(PGconn *c, int64_t attempt_id, int64_t node_id, const char *req_id)
 {
     char a[24], n[24];
-    const char *p[] = {i64s(attempt_id, a, sizeof(a)), i64s(node_id, n, sizeof(n))};
+    const char *p[] = {db_i64(attempt_id, a, sizeof(a)), db_i64(node_id, n, sizeof(n))};
     return db_exec_ok(c, req_id,
                       "UPDATE allocations SET released_at = now() WHERE attempt_id = $1 AND "
                       "node_id = $2 AND released_at IS NULL",
@@ -629,18 +602,19 @@ enum rc db_alloc_release_node(PGconn *c, int64_t attempt_id, int64_t node_id, co
 enum rc db_job_nodes(PGconn *c, int64_t job_id, json_t **out, const char *req_id)
 {
     char j[24];
-    const char *p[] = {i64s(job_id, j, sizeof(j))};
-    return query_json(c,
-                      "SELECT DISTINCT node_id FROM allocations WHERE job_id = $1 AND released_at "
-                      "IS NULL",
-                      1, p, 0, out, req_id);
+    const char *p[] = {db_i64(job_id, j, sizeof(j))};
+    return db_query_json(
+        c,
+        "SELECT DISTINCT node_id FROM allocations WHERE job_id = $1 AND released_at "
+        "IS NULL",
+        1, p, 0, out, req_id);
 }
 
 enum rc db_attempt_refund_recent_failure(PGconn *c, int64_t attempt_id, int window_s, int *refunded,
                                          const char *req_id)
 {
     char a[24], w[16];
-    const char *p[] = {i64s(attempt_id, a, sizeof(a)), w};
+    const char *p[] = {db_i64(attempt_id, a, sizeof(a)), w};
     PGresult *r;
     enum rc rc;
 

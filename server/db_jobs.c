@@ -46,33 +46,6 @@ int db_job_state_terminal(const char *s)
     "j.created_at, j.updated_at, j.started_at, j.finished_at"
 #define JOB_FROM " FROM jobs j JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
 
-static const char *i64s(int64_t v, char *buf, size_t n)
-{
-    snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
-static enum rc rows_json(PGresult *res, int one, json_t **out, const char *req_id)
-{
-    enum rc rc = db_result_rc(res, req_id);
-
-    *out = NULL;
-    if (rc == RC_OK && one) {
-        if (PQntuples(res) < 1)
-            rc = RC_ENOTFOUND;
-        else if ((*out = db_row_to_json(res, 0)) == NULL)
-            rc = RC_ENOMEM;
-    } else if (rc == RC_OK) {
-        *out = json_array();
-        for (int i = 0; *out != NULL && i < PQntuples(res); i++)
-            json_array_append_new(*out, db_row_to_json(res, i));
-        if (*out == NULL)
-            rc = RC_ENOMEM;
-    }
-    PQclear(res);
-    return rc;
-}
-
 static enum rc add_event(PGconn *c, const char *job_id, const char *from, const char *to,
                          const char *reason, const char *actor, const char *req_id)
 {
@@ -101,13 +74,13 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
     snprintf(mr, sizeof(mr), "%d", spec->max_restarts);
     {
         const char *p[] = {spec->name,
-                           i64s(team_id, team, sizeof(team)),
-                           i64s(user_id, user, sizeof(user)),
+                           db_i64(team_id, team, sizeof(team)),
+                           db_i64(user_id, user, sizeof(user)),
                            js,
                            prio,
                            gpus,
                            gpn,
-                           i64s(spec->time_limit_s, tl, sizeof(tl)),
+                           db_i64(spec->time_limit_s, tl, sizeof(tl)),
                            mr};
         res = db_exec(c,
                       "INSERT INTO jobs (name, team_id, user_id, spec, state, priority, gpus, "
@@ -134,17 +107,16 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
 enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id)
 {
     char ids[24];
-    const char *p[] = {i64s(id, ids, sizeof(ids))};
-    return rows_json(
-        db_exec(c, "SELECT " JOB_LIST_COLS ", j.spec" JOB_FROM " WHERE j.id = $1", 1, p), 1, out,
-        req_id);
+    const char *p[] = {db_i64(id, ids, sizeof(ids))};
+    return db_query_json(c, "SELECT " JOB_LIST_COLS ", j.spec" JOB_FROM " WHERE j.id = $1", 1, p, 1,
+                         out, req_id);
 }
 
 enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *state,
                      size_t state_size, const char *req_id)
 {
     char ids[24];
-    const char *p[] = {i64s(id, ids, sizeof(ids))};
+    const char *p[] = {db_i64(id, ids, sizeof(ids))};
     PGresult *res = db_exec(c,
                             lock ? "SELECT team_id, state FROM jobs WHERE id = $1 FOR UPDATE"
                                  : "SELECT team_id, state FROM jobs WHERE id = $1",
@@ -165,28 +137,26 @@ enum rc db_job_list(PGconn *c, const struct db_job_filter *f, json_t **out, cons
 {
     char mem[24], lim[16];
     const char *p[] = {f->state,  f->team,
-                       f->user,   f->member_of > 0 ? i64s(f->member_of, mem, sizeof(mem)) : NULL,
-                       f->cursor, i64s(f->limit, lim, sizeof(lim))};
-    return rows_json(
-        db_exec(c,
-                "SELECT " JOB_LIST_COLS JOB_FROM
-                " WHERE ($1::text IS NULL OR j.state = $1) AND ($2::text IS NULL OR t.name = $2) "
-                "AND ($3::text IS NULL OR u.username = $3) AND ($4::bigint IS NULL OR j.team_id "
-                "IN (SELECT team_id FROM memberships WHERE user_id = $4)) AND ($5::bigint IS NULL "
-                "OR j.id < $5) ORDER BY j.id DESC LIMIT $6",
-                6, p),
-        0, out, req_id);
+                       f->user,   f->member_of > 0 ? db_i64(f->member_of, mem, sizeof(mem)) : NULL,
+                       f->cursor, db_i64(f->limit, lim, sizeof(lim))};
+    return db_query_json(
+        c,
+        "SELECT " JOB_LIST_COLS JOB_FROM
+        " WHERE ($1::text IS NULL OR j.state = $1) AND ($2::text IS NULL OR t.name = $2) "
+        "AND ($3::text IS NULL OR u.username = $3) AND ($4::bigint IS NULL OR j.team_id "
+        "IN (SELECT team_id FROM memberships WHERE user_id = $4)) AND ($5::bigint IS NULL "
+        "OR j.id < $5) ORDER BY j.id DESC LIMIT $6",
+        6, p, 0, out, req_id);
 }
 
 enum rc db_job_events(PGconn *c, int64_t id, json_t **out, const char *req_id)
 {
     char ids[24];
-    const char *p[] = {i64s(id, ids, sizeof(ids))};
-    return rows_json(db_exec(c,
-                             "SELECT id, job_id, ts, from_state, to_state, reason, actor FROM "
-                             "job_events WHERE job_id = $1 ORDER BY id",
-                             1, p),
-                     0, out, req_id);
+    const char *p[] = {db_i64(id, ids, sizeof(ids))};
+    return db_query_json(c,
+                         "SELECT id, job_id, ts, from_state, to_state, reason, actor FROM "
+                         "job_events WHERE job_id = $1 ORDER BY id",
+                         1, p, 0, out, req_id);
 }
 
 enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const char *to,
@@ -200,7 +170,7 @@ enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const 
     int allowed = from == NULL;
     json_t *details;
 
-    i64s(id, ids, sizeof(ids));
+    db_i64(id, ids, sizeof(ids));
     p[0] = ids;
     res = db_exec(c, "SELECT state FROM jobs WHERE id = $1 FOR UPDATE", 1, p);
     rc = db_result_rc(res, req_id);

@@ -7,24 +7,6 @@
 
 #include "db.h"
 
-static enum rc rows(PGconn *c, const char *sql, int n, const char *const *p, json_t **out,
-                    const char *req_id)
-{
-    PGresult *r = db_exec(c, sql, n, p);
-    enum rc rc = db_result_rc(r, req_id);
-
-    *out = NULL;
-    if (rc == RC_OK) {
-        *out = json_array();
-        for (int i = 0; *out != NULL && i < PQntuples(r); i++)
-            json_array_append_new(*out, db_row_to_json(r, i));
-        if (*out == NULL)
-            rc = RC_ENOMEM;
-    }
-    PQclear(r);
-    return rc;
-}
-
 enum rc db_logs_read(PGconn *c, const struct db_log_filter *f, json_t **out, const char *req_id)
 {
     char job[24], rank[16], att[16], after[24], lim[16];
@@ -41,11 +23,12 @@ enum rc db_logs_read(PGconn *c, const struct db_log_filter *f, json_t **out, con
     p[3] = f->attempt > 0 ? att : NULL;
     p[4] = after;
     p[5] = lim;
-    return rows(c,
-                "SELECT id, attempt, rank, stream, ts, text FROM job_logs WHERE job_id = $1 AND "
-                "($2::int IS NULL OR rank = $2) AND ($3::text IS NULL OR stream = $3) AND "
-                "($4::int IS NULL OR attempt = $4) AND id > $5 ORDER BY id LIMIT $6",
-                6, p, out, req_id);
+    return db_query_json(
+        c,
+        "SELECT id, attempt, rank, stream, ts, text FROM job_logs WHERE job_id = $1 AND "
+        "($2::int IS NULL OR rank = $2) AND ($3::text IS NULL OR stream = $3) AND "
+        "($4::int IS NULL OR attempt = $4) AND id > $5 ORDER BY id LIMIT $6",
+        6, p, 0, out, req_id);
 }
 
 enum rc db_metrics_read(PGconn *c, int64_t job_id, int64_t after_id, int limit, json_t **out,
@@ -57,10 +40,11 @@ enum rc db_metrics_read(PGconn *c, int64_t job_id, int64_t after_id, int limit, 
     snprintf(job, sizeof(job), "%lld", (long long)job_id);
     snprintf(after, sizeof(after), "%lld", (long long)after_id);
     snprintf(lim, sizeof(lim), "%d", limit);
-    return rows(c,
-                "SELECT id, attempt, rank, step, ts, vals AS values FROM metrics WHERE job_id = $1 "
-                "AND id > $2 ORDER BY id LIMIT $3",
-                3, p, out, req_id);
+    return db_query_json(
+        c,
+        "SELECT id, attempt, rank, step, ts, vals AS values FROM metrics WHERE job_id = $1 "
+        "AND id > $2 ORDER BY id LIMIT $3",
+        3, p, 0, out, req_id);
 }
 
 enum rc db_checkpoints_read(PGconn *c, int64_t job_id, json_t **out, const char *req_id)
@@ -69,8 +53,9 @@ enum rc db_checkpoints_read(PGconn *c, int64_t job_id, json_t **out, const char 
     const char *p[] = {job};
 
     snprintf(job, sizeof(job), "%lld", (long long)job_id);
-    return rows(c,
-                "SELECT id, attempt, step, path, created_at FROM checkpoints WHERE job_id = $1 "
-                "ORDER BY step DESC, id DESC LIMIT 500",
-                1, p, out, req_id);
+    return db_query_json(
+        c,
+        "SELECT id, attempt, step, path, created_at FROM checkpoints WHERE job_id = $1 "
+        "ORDER BY step DESC, id DESC LIMIT 500",
+        1, p, 0, out, req_id);
 }

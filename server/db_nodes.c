@@ -7,7 +7,7 @@
 
 enum rc db_node_list(PGconn *c, json_t **out, const char *req_id)
 {
-    PGresult *res = db_exec(
+    return db_query_json(
         c,
         "SELECT n.id, n.name, n.hostname, n.addr, n.labels, n.state, n.cpus, n.memory_mb, "
         "n.version, n.gpu_stats, n.last_seen_at, coalesce((SELECT json_agg(json_build_object("
@@ -16,15 +16,5 @@ enum rc db_node_list(PGconn *c, json_t **out, const char *req_id)
         "g.idx) FROM gpus g WHERE g.node_id = n.id), '[]'::json) AS gpus, (SELECT "
         "coalesce(sum(cardinality(a.gpu_indices)), 0) FROM allocations a WHERE a.node_id = n.id "
         "AND a.released_at IS NULL) AS gpus_allocated FROM nodes n ORDER BY n.name",
-        0, NULL);
-    enum rc rc = db_result_rc(res, req_id);
-
-    *out = NULL;
-    if (rc == RC_OK) {
-        *out = json_array();
-        for (int i = 0; *out != NULL && i < PQntuples(res); i++)
-            json_array_append_new(*out, db_row_to_json(res, i));
-    }
-    PQclear(res);
-    return rc;
+        0, NULL, 0, out, req_id);
 }

@@ -12,17 +12,11 @@
 const char *const webhook_events[] = {"job.failed", "job.recovered", "job.succeeded", "node.lost",
                                       NULL};
 
-static const char *i64s(int64_t v, char *buf, size_t n)
-{
-    snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
 enum rc webhooks_enqueue(PGconn *c, int64_t job_id, const char *event, const char *message,
                          const char *req_id)
 {
     char j[24];
-    const char *p[] = {i64s(job_id, j, sizeof(j)), event, message ? message : ""};
+    const char *p[] = {db_i64(job_id, j, sizeof(j)), event, message ? message : ""};
 
     /* The payload is the generic form; the sender renders the chat formats. */
     return db_exec_ok(
@@ -38,27 +32,6 @@ enum rc webhooks_enqueue(PGconn *c, int64_t job_id, const char *event, const cha
         3, p);
 }
 
-static enum rc one_or_many(PGconn *c, const char *sql, int n, const char *const *p, int one,
-                           json_t **out, const char *req_id)
-{
-    PGresult *r = db_exec(c, sql, n, p);
-    enum rc rc = db_result_rc(r, req_id);
-
-    *out = NULL;
-    if (rc == RC_OK && one) {
-        if (PQntuples(r) != 1)
-            rc = RC_ENOTFOUND;
-        else
-            *out = db_row_to_json(r, 0);
-    } else if (rc == RC_OK) {
-        *out = json_array();
-        for (int i = 0; *out && i < PQntuples(r); i++)
-            json_array_append_new(*out, db_row_to_json(r, i));
-    }
-    PQclear(r);
-    return rc;
-}
-
 #define WEBHOOK_COLS "id, team_id, job_id, url, format, events, created_at"
 
 enum rc db_webhook_create(PGconn *c, int64_t team_id, int64_t job_id, const char *url,
@@ -66,37 +39,38 @@ enum rc db_webhook_create(PGconn *c, int64_t team_id, int64_t job_id, const char
                           int64_t created_by, json_t **out, const char *req_id)
 {
     char t[24], j[24], u[24];
-    const char *p[] = {team_id ? i64s(team_id, t, sizeof(t)) : NULL,
-                       job_id ? i64s(job_id, j, sizeof(j)) : NULL,
+    const char *p[] = {team_id ? db_i64(team_id, t, sizeof(t)) : NULL,
+                       job_id ? db_i64(job_id, j, sizeof(j)) : NULL,
                        url,
                        format,
                        secret,
                        events_literal,
-                       i64s(created_by, u, sizeof(u))};
-    return one_or_many(c,
-                       "INSERT INTO webhooks (team_id, job_id, url, format, secret, events, "
-                       "created_by) VALUES ($1, $2, $3, $4, $5, $6::text[], $7) RETURNING "
-                       "id, team_id, job_id, url, format, array_to_json(events) AS events, "
-                       "created_at",
-                       7, p, 1, out, req_id);
+                       db_i64(created_by, u, sizeof(u))};
+    return db_query_json(c,
+                         "INSERT INTO webhooks (team_id, job_id, url, format, secret, events, "
+                         "created_by) VALUES ($1, $2, $3, $4, $5, $6::text[], $7) RETURNING "
+                         "id, team_id, job_id, url, format, array_to_json(events) AS events, "
+                         "created_at",
+                         7, p, 1, out, req_id);
 }
 
 enum rc db_webhook_list(PGconn *c, int64_t member_of, json_t **out, const char *req_id)
 {
     char u[24];
-    const char *p[] = {member_of ? i64s(member_of, u, sizeof(u)) : NULL};
-    return one_or_many(c,
-                       "SELECT w.id, w.team_id, w.job_id, w.url, w.format, array_to_json(w.events) "
-                       "AS events, w.created_at FROM webhooks w LEFT JOIN jobs j ON j.id = "
-                       "w.job_id WHERE $1::bigint IS NULL OR coalesce(w.team_id, j.team_id) IN "
-                       "(SELECT team_id FROM memberships WHERE user_id = $1) ORDER BY w.id",
-                       1, p, 0, out, req_id);
+    const char *p[] = {member_of ? db_i64(member_of, u, sizeof(u)) : NULL};
+    return db_query_json(
+        c,
+        "SELECT w.id, w.team_id, w.job_id, w.url, w.format, array_to_json(w.events) "
+        "AS events, w.created_at FROM webhooks w LEFT JOIN jobs j ON j.id = "
+        "w.job_id WHERE $1::bigint IS NULL OR coalesce(w.team_id, j.team_id) IN "
+        "(SELECT team_id FROM memberships WHERE user_id = $1) ORDER BY w.id",
+        1, p, 0, out, req_id);
 }
 
 enum rc db_webhook_team(PGconn *c, int64_t id, int64_t *team_id, const char *req_id)
 {
     char w[24];
-    const char *p[] = {i64s(id, w, sizeof(w))};
+    const char *p[] = {db_i64(id, w, sizeof(w))};
     PGresult *r = db_exec(c,
                           "SELECT coalesce(w.team_id, j.team_id) FROM webhooks w LEFT JOIN jobs j "
                           "ON j.id = w.job_id WHERE w.id = $1",
@@ -114,19 +88,20 @@ enum rc db_webhook_team(PGconn *c, int64_t id, int64_t *team_id, const char *req
 enum rc db_webhook_delete(PGconn *c, int64_t id, const char *req_id)
 {
     char w[24];
-    const char *p[] = {i64s(id, w, sizeof(w))};
+    const char *p[] = {db_i64(id, w, sizeof(w))};
     return db_exec_ok(c, req_id, "DELETE FROM webhooks WHERE id = $1", 1, p);
 }
 
 enum rc db_webhook_deliveries(PGconn *c, int64_t id, json_t **out, const char *req_id)
 {
     char w[24];
-    const char *p[] = {i64s(id, w, sizeof(w))};
-    return one_or_many(c,
-                       "SELECT id, webhook_id, event, payload::jsonb AS payload, attempts, status, "
-                       "http_status, last_error, next_at, delivered_at, created_at FROM "
-                       "webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC LIMIT 200",
-                       1, p, 0, out, req_id);
+    const char *p[] = {db_i64(id, w, sizeof(w))};
+    return db_query_json(
+        c,
+        "SELECT id, webhook_id, event, payload::jsonb AS payload, attempts, status, "
+        "http_status, last_error, next_at, delivered_at, created_at FROM "
+        "webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC LIMIT 200",
+        1, p, 0, out, req_id);
 }
 
 enum rc db_delivery_claim(PGconn *c, struct db_delivery *out, int max, int *n)
@@ -170,7 +145,7 @@ enum rc db_delivery_result(PGconn *c, int64_t id, int delivered, int http_status
                            int retry_s, int give_up)
 {
     char d[24], hs[16], rs[16];
-    const char *p[] = {i64s(id, d, sizeof(d)),
+    const char *p[] = {db_i64(id, d, sizeof(d)),
                        delivered ? "delivered" : (give_up ? "failed" : "pending"),
                        http_status > 0 ? hs : NULL, error ? error : "", rs};
 
