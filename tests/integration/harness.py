@@ -6,6 +6,7 @@ Database(), and its own trainyard-server from Server(). A server must exit 0
 on SIGTERM: under AddressSanitizer a leak makes that fail, so every test
 also checks the server for leaks.
 """
+import atexit
 import http.client
 import json
 import os
@@ -27,6 +28,21 @@ ADMIN_PASSWORD = "admin-password-for-tests"
 SERVER_BIN = os.path.join(BUILD, "server", "trainyard-server")
 WORKER_BIN = os.path.join(BUILD, "worker", "trainyard-worker")
 CLI_BIN = os.path.join(BUILD, "cli", "trainyard")
+
+
+# Every process a test starts, so that none outlives a test that failed half
+# way (a failing setUpClass skips tearDownClass).
+_children = []
+
+
+def _kill_children():
+    for p in _children:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+atexit.register(_kill_children)
 
 
 def free_port():
@@ -89,6 +105,7 @@ class Server:
                "--data-dir", self.dir, "--http-threads", "4", "--db-pool-size", "8"] + list(args)
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=self.base_env)
+        _children.append(self.proc)
         self.url = "http://127.0.0.1:%d" % self.port
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -338,6 +355,7 @@ class Worker:
         env = dict(os.environ)
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=env)
+        _children.append(self.proc)
 
     def kill9(self):
         self.proc.kill()
