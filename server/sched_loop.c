@@ -17,6 +17,12 @@
 #include "srv.h"
 #include "waiters.h"
 
+/* Shortest time between two passes. A pass reads the whole queue, so a burst
+ * of submits (each waking the scheduler) would otherwise run passes back to
+ * back; this coalesces them at a cost of at most this much launch latency
+ * during bursts, and none when the scheduler has been idle. */
+#define SCHED_MIN_GAP_MS 25
+
 /* Advisory lock key of the scheduling leader ("trainyard" in a bigint). */
 #define SCHED_LEADER_KEY "7243002"
 #define SCHED_MAX_TOUCHED 4096
@@ -92,6 +98,7 @@ static void *loop_main(void *arg)
     struct srv_app *app = loop->app;
     PGconn *c = NULL;
     int leader = 0;
+    int64_t last_pass_ms = 0;
 
     while (!app->stopping) {
         if (c == NULL && (c = db_acquire(app->db, 1000)) == NULL) {
@@ -103,8 +110,15 @@ static void *loop_main(void *arg)
             if (leader)
                 LOG_INFO("sched", "this replica leads scheduling", "policy=%s", loop->policy->name);
         }
-        if (leader)
+        if (leader) {
+            int64_t gap = srv_now_ms() - last_pass_ms;
+            if (gap < SCHED_MIN_GAP_MS) {
+                struct timespec ts = {0, (long)(SCHED_MIN_GAP_MS - gap) * 1000000L};
+                nanosleep(&ts, NULL);
+            }
             one_pass(loop, c);
+            last_pass_ms = srv_now_ms();
+        }
         if (PQstatus(c) != CONNECTION_OK) {
             /* The session (and with it the lock) is gone: start over. */
             db_release(app->db, c);
