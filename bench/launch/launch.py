@@ -7,7 +7,7 @@ sbatch/srun for Slurm). For a multi-rank job: the last rank to start.
 Burst = N trivial 1-GPU jobs submitted as fast as possible; jobs/s from the
 first submit to the last completion.
 
-Usage: launch.py --pg-url URL --tmp DIR [--jobs 200] [--multi 20] [--burst 500]
+Usage: launch.py [--tmp DIR] [--jobs 200] [--multi 20] [--burst 500]
        [--slurm-seq 10] [--slurm-srun 50] [--skip-slurm]
 Prints markdown tables. Stops everything it started.
 """
@@ -443,7 +443,8 @@ def table(res, a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tmp", required=True)
+    ap.add_argument("--tmp", default=os.environ.get("BENCH_TMP"),
+                    help="scratch directory (bench/lib/with-pg.sh sets BENCH_TMP)")
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--multi", type=int, default=20)
