@@ -89,7 +89,39 @@ class Database:
             pass
 
 
-class Server:
+class Process:
+    """What servers and workers share: a log file and a checked SIGTERM stop."""
+
+    def log_tail(self, n=60):
+        try:
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def terminate(self, what, check=True):
+        """SIGTERM and wait; a non-zero exit (a crash, or a leak under ASan)
+        fails the test. Returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("%s did not stop on SIGTERM:\n%s" % (what, self.log_tail()))
+        self.log.close()
+        rc = self.proc.returncode
+        if check and rc != 0:
+            raise AssertionError("%s exited with %d:\n%s" % (what, rc, self.log_tail(120)))
+        return rc
+
+
+class Server(Process):
     """A trainyard-server on a free loopback port."""
 
     def __init__(self, db, args=(), env=None, admin=True):
@@ -130,31 +162,8 @@ class Server:
             raise RuntimeError("create-admin failed: " + out.stderr)
         return out
 
-    def log_tail(self, n=60):
-        try:
-            with open(self.log_path, "rb") as f:
-                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
-    def log_text(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
     def stop(self, check=True):
-        """SIGTERM and wait; a non-zero exit (a crash or a leak) fails the test."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("server did not stop on SIGTERM:\n" + self.log_tail())
-        self.log.close()
-        rc = self.proc.returncode
-        if check and rc != 0:
-            raise AssertionError("server exited with %d:\n%s" % (rc, self.log_tail(120)))
+        rc = self.terminate("server", check)
         shutil.rmtree(self.dir, ignore_errors=True)
         return rc
 
@@ -327,7 +336,7 @@ def main():
     unittest.main(verbosity=2)
 
 
-class Worker:
+class Worker(Process):
     """A trainyard-worker with fake GPUs, joined to a server."""
 
     def __init__(self, server_url, join_token, name, gpus=2, work_dir=None, allowed_root=None,
@@ -362,26 +371,8 @@ class Worker:
         self.proc.wait()
         self.log.close()
 
-    def log_tail(self, n=40):
-        try:
-            with open(self.log_path, "rb") as f:
-                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
     def stop(self, check=True):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("worker %s did not stop:\n%s" % (self.name, self.log_tail()))
-        self.log.close()
-        if check and self.proc.returncode != 0:
-            raise AssertionError("worker %s exited with %d:\n%s" % (self.name, self.proc.returncode,
-                                                                   self.log_tail(80)))
+        self.terminate("worker " + self.name, check)
 
 
 def processes_with_env(marker):
