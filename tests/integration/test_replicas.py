@@ -49,8 +49,14 @@ class ReplicaTest(harness.unittest.TestCase):
             self.assertNotIn("this replica leads scheduling", follower.log_text())
             # The leader goes away: the follower takes the lock and schedules.
             leader.stop()
-            db.sql("UPDATE allocations SET released_at = now()")
-            db.sql("UPDATE jobs SET state = 'SUCCEEDED' WHERE state = 'PLACED'")
+            # Finish exactly the placed jobs, in one transaction: the follower may
+            # take the lock at any moment and place the queued ones, which must
+            # stay placed.
+            placed = [r[0] for r in db.sql("SELECT id FROM jobs WHERE state = 'PLACED'")]
+            self.assertEqual(len(placed), 4)
+            db.sql("BEGIN; UPDATE jobs SET state = 'SUCCEEDED' WHERE id IN (%s); "
+                   "UPDATE allocations SET released_at = now() WHERE job_id IN (%s); COMMIT"
+                   % (",".join(placed), ",".join(placed)))
             c = Client(follower.url)
             c.cookie, c.csrf = admin.cookie, admin.csrf
             c.post("/api/v1/jobs", {"name": "after", "team": "rep", "command": ["/bin/true"],
