@@ -853,16 +853,78 @@ static bool quota_possible(const struct pass *P)
     return under && over;
 }
 
+/* Backfill candidates: shortest time limit first, then their fair-share order. */
+struct bfkey {
+    int64_t limit_ms;
+    size_t rank;
+    int job;
+};
+
+static int cmp_bfkey(const void *a, const void *b)
+{
+    const struct bfkey *x = a, *y = b;
+    if (x->limit_ms != y->limit_ms)
+        return x->limit_ms < y->limit_ms ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/*
+ * Once the head job is blocked and holds its reservation, only jobs that end
+ * before it starts or stay off its GPUs may go ahead, and the order among
+ * them is free: shortest time limit first lets more of them finish before
+ * the reservation and shortens average completion time (the head's start is
+ * protected either way). Returns the candidates (at most depth) in that
+ * order, or NULL on no memory; *n receives their number.
+ */
+static int *backfill_candidates(struct pass *P, size_t *pos, size_t depth, size_t *n)
+{
+    const struct sched_job *J = P->q->jobs;
+    size_t cap = depth < P->norder ? depth : P->norder, m = 0;
+    struct bfkey *k = malloc((cap + 1) * sizeof(*k));
+    int *out = malloc((cap + 1) * sizeof(*out));
+    int ji;
+
+    if (k == NULL || out == NULL) {
+        free(k);
+        free(out);
+        return NULL;
+    }
+    while (m < cap && (ji = next_job(P, pos, false)) >= 0) {
+        k[m].limit_ms = J[ji].time_limit_ms > 0 ? J[ji].time_limit_ms : INT64_MAX;
+        k[m].rank = m;
+        k[m].job = ji;
+        m++;
+    }
+    qsort(k, m, sizeof(*k), cmp_bfkey);
+    for (size_t i = 0; i < m; i++)
+        out[i] = k[i].job;
+    free(k);
+    *n = m;
+    return out;
+}
+
+/* The next job to try: in policy order, or from the sorted backfill list. */
+static int next_try(struct pass *P, size_t *pos, bool saturated, const int *bf, size_t nbf,
+                    size_t *bfpos)
+{
+    if (bf != NULL)
+        return *bfpos < nbf ? bf[(*bfpos)++] : -1;
+    return next_job(P, pos, saturated);
+}
+
 static enum rc plan_main(struct pass *P)
 {
     const struct sched_job *J = P->q->jobs;
-    size_t pos = 0, after = 0;
+    size_t pos = 0, after = 0, nbf = 0, bfpos = 0;
+    int *bf = NULL;
+    enum rc rc = RC_OK;
     size_t depth = P->q->backfill_depth > 0 ? (size_t)P->q->backfill_depth : SCHED_BACKFILL_DEPTH;
     int fail_single = INT_MAX, fail_multi = INT_MAX, fail_comb = INT_MAX, fail_pre = INT_MAX;
     bool blocked = false;
     int ji;
 
-    while ((ji = next_job(P, &pos, blocked && P->main.total == 0 && P->resfree_total == 0)) >= 0) {
+    while ((ji = next_try(P, &pos, blocked && P->main.total == 0 && P->resfree_total == 0, bf, nbf,
+                          &bfpos)) >= 0) {
         const struct sched_job *j = &J[ji];
         int g = j->gpus, gpn = j->gpus_per_node, ok = 0;
         bool single = (gpn == 0 && g <= P->maxng) || gpn == g;
@@ -873,7 +935,7 @@ static enum rc plan_main(struct pass *P)
         if (P->main.total == 0 && P->resfree_total == 0 && (fail_pre <= 1 || !quota_possible(P))) {
             /* nothing more can start; still name the head job's reservation */
             if (!blocked && (P->pol->flags & F_BACKFILL) && reserve(P, j) != 0)
-                return RC_ENOMEM;
+                rc = RC_ENOMEM;
             break;
         }
         if (gpn == 0 && g >= *memo) {
@@ -898,11 +960,15 @@ static enum rc plan_main(struct pass *P)
             else if (ok == 0 && gpn == 0)
                 fail_pre = g;
         }
-        if (ok < 0)
-            return RC_ENOMEM;
+        if (ok < 0) {
+            rc = RC_ENOMEM;
+            break;
+        }
         if (ok > 0) {
-            if (record_placement(P, j) != 0)
-                return RC_ENOMEM;
+            if (record_placement(P, j) != 0) {
+                rc = RC_ENOMEM;
+                break;
+            }
             team_add(P, P->job_team[ji], g);
             continue;
         }
@@ -910,11 +976,15 @@ static enum rc plan_main(struct pass *P)
             if (!(P->pol->flags & F_BACKFILL))
                 break; /* fifo: the head blocks everyone */
             blocked = true;
-            if (reserve(P, j) != 0)
-                return RC_ENOMEM;
+            if (reserve(P, j) != 0 || ((P->pol->flags & F_BF_SHORTEST) &&
+                                       (bf = backfill_candidates(P, &pos, depth, &nbf)) == NULL)) {
+                rc = RC_ENOMEM;
+                break;
+            }
         }
     }
-    return RC_OK;
+    free(bf);
+    return rc;
 }
 
 struct lkey {
@@ -1155,7 +1225,7 @@ enum rc sched_plan(const struct sched_policy *policy, const struct sched_cluster
 static const struct sched_policy policies[] = {
     {"fifo", plan_generic, KIND_FIFO, 0},
     {"sjf-oracle", plan_generic, KIND_SJF, F_BACKFILL | F_ORACLE},
-    {"trainyard", plan_generic, KIND_FAIR, F_BACKFILL | F_QUOTA},
+    {"trainyard", plan_generic, KIND_FAIR, F_BACKFILL | F_QUOTA | F_BF_SHORTEST},
     {"tiresias-las", plan_generic, KIND_LAS, F_LAS},
 };
 

@@ -22,7 +22,8 @@
 #define LAS_THRESHOLD_GPU_MS SCHED_LAS_THRESHOLD_GPU_MS /* 16 GPU-hours, as Pollux's Tiresias */
 
 enum { KIND_FIFO = 1, KIND_SJF = 2, KIND_FAIR = 3, KIND_LAS = 4 };
-enum { F_BACKFILL = 1, F_ORACLE = 2, F_QUOTA = 4, F_LAS = 8 };
+/* F_BF_SHORTEST: backfill candidates are tried shortest time limit first. */
+enum { F_BACKFILL = 1, F_ORACLE = 2, F_QUOTA = 4, F_LAS = 8, F_BF_SHORTEST = 16 };
 
 struct idx {
     size_t n;

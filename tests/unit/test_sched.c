@@ -326,6 +326,22 @@ static void test_backfill_outside_reservation(void **state)
     fx_free(f);
 }
 
+/* Behind a blocked head, the shortest time limit backfills first. */
+static void test_backfill_shortest_limit_first(void **state)
+{
+    (void)state;
+    struct fx *f = fx_new(2, 8);
+    add_run(f, 50, 0, 0x0F, 0, 0, 100000);       /* node 0: 4 free now */
+    add_run(f, 51, 1, 0xFF, 0, 0, 500000);       /* node 1: all busy */
+    add_job(f, 1, 8, 0);                         /* head: blocked, reserves node 0 */
+    add_job(f, 2, 4, 1)->time_limit_ms = 90000;  /* older, fits before 100 s */
+    add_job(f, 3, 4, 2)->time_limit_ms = 30000;  /* newer, shorter: goes first */
+    plan_ok(f, "trainyard", 0);
+    assert_null(placed(f, 2));
+    assert_non_null(placed(f, 3));
+    fx_free(f);
+}
+
 static void test_fifo_no_backfill(void **state)
 {
     (void)state;
@@ -635,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_quota_never_preempts_within_quota),
         cmocka_unit_test(test_reservation_and_backfill),
         cmocka_unit_test(test_backfill_outside_reservation),
+        cmocka_unit_test(test_backfill_shortest_limit_first),
         cmocka_unit_test(test_fifo_no_backfill),
         cmocka_unit_test(test_sjf_oracle_order),
         cmocka_unit_test(test_las_preempts_served_job),
