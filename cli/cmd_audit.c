@@ -1,0 +1,235 @@
+/*
+ * cmd_audit.c - "trainyard audit": today one subcommand, verify, which
+ * checks an export against the server's public key offline (verify.h) and
+ * prints one line (or one JSON object with --json).
+ *
+ *   trainyard audit verify EXPORT --public-key FILE [--json]
+ *
+ * EXPORT "-" is stdin. Exit codes: cli.h (0 verified, 1 failed, 2 usage,
+ * I/O or not an export). Diagnostics for exit 2 go to err, verdicts to out.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit_sign.h"
+#include "cli.h"
+#include "export_reader.h"
+#include "verify.h"
+
+#define KEY_FILE_MAX (64 * 1024)
+
+struct verify_opts {
+    const char *export_path; /* borrowed from argv; "-" = stdin */
+    const char *key_path;    /* borrowed from argv */
+    int json;                /* --json */
+};
+
+static void verify_usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard audit verify EXPORT --public-key FILE [--json]\n"
+               "Check a signed audit export (JSON Lines or CSV; EXPORT - reads stdin) with\n"
+               "the server's public key (PEM, base64, or the JSON of\n"
+               "GET /api/v1/audit/public-key).\n"
+               "Exit status: 0 verified, 1 verification failed, 2 usage or I/O error or not\n"
+               "an export.\n");
+}
+
+static void audit_usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard audit SUBCOMMAND ...\n"
+               "  verify   check a signed audit export offline\n");
+}
+
+/* 0 on success; -1 after printing to err (exit 2); 1 when --help was asked. */
+static int parse_verify(int argc, char **argv, struct verify_opts *o, FILE *err)
+{
+    int positional_only = 0;
+
+    memset(o, 0, sizeof(*o));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!positional_only && strcmp(a, "--") == 0) {
+            positional_only = 1;
+        } else if (!positional_only && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+            return 1;
+        } else if (!positional_only && strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (!positional_only && strcmp(a, "--public-key") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(err, "trainyard: --public-key needs a file\n");
+                return -1;
+            }
+            o->key_path = argv[++i];
+        } else if (!positional_only && strncmp(a, "--public-key=", 13) == 0) {
+            o->key_path = a + 13;
+        } else if (!positional_only && a[0] == '-' && a[1] != '\0') {
+            fprintf(err, "trainyard: unknown option %s\n", a);
+            return -1;
+        } else if (o->export_path == NULL) {
+            o->export_path = a;
+        } else {
+            fprintf(err, "trainyard: one export at a time (got %s and %s)\n", o->export_path, a);
+            return -1;
+        }
+    }
+    if (o->export_path == NULL || o->key_path == NULL) {
+        fprintf(err, "trainyard: %s is required\n",
+                o->export_path == NULL ? "EXPORT" : "--public-key FILE");
+        return -1;
+    }
+    return 0;
+}
+
+/* Load the public key file; NULL after printing why to err. */
+static struct audit_key *load_key(const char *path, FILE *err)
+{
+    struct audit_key *key = NULL;
+    struct err e;
+    char *text = malloc(KEY_FILE_MAX + 1);
+    size_t n = 0;
+    FILE *f;
+
+    err_init(&e);
+    if (text == NULL) {
+        fprintf(err, "trainyard: out of memory\n");
+        return NULL;
+    }
+    if ((f = fopen(path, "rb")) == NULL) {
+        fprintf(err, "trainyard: cannot open public key %s: %s\n", path, strerror(errno));
+        goto out;
+    }
+    n = fread(text, 1, KEY_FILE_MAX + 1, f);
+    if (ferror(f)) {
+        fprintf(err, "trainyard: cannot read public key %s: %s\n", path, strerror(errno));
+    } else if (n > KEY_FILE_MAX) {
+        fprintf(err, "trainyard: public key %s is larger than %d bytes\n", path, KEY_FILE_MAX);
+    } else if (audit_key_from_public(text, n, &key, &e) != RC_OK) {
+        fprintf(err, "trainyard: public key %s: %s\n", path, e.message);
+        key = NULL;
+    }
+    fclose(f);
+out:
+    free(text);
+    return key;
+}
+
+static void print_text(const struct verify_result *v, FILE *out)
+{
+    if (v->ok) {
+        fprintf(out, "OK %lld event%s", (long long)v->events, v->events == 1 ? "" : "s");
+        if (v->events > 0)
+            fprintf(out, " (%lld..%lld)", (long long)v->first_id, (long long)v->last_id);
+        fprintf(out, ", chain continuous, %zu checkpoint%s, signature valid, key %s\n",
+                v->checkpoints, v->checkpoints == 1 ? "" : "s", v->key_id);
+    } else if (v->event_id > 0) {
+        fprintf(out, "FAIL line %lld: event %lld %s: %s\n", (long long)v->line,
+                (long long)v->event_id, verify_kind_str(v->kind), v->message);
+    } else {
+        fprintf(out, "FAIL line %lld: %s: %s\n", (long long)v->line, verify_kind_str(v->kind),
+                v->message);
+    }
+}
+
+static json_t *id_json(int64_t id)
+{
+    char buf[24];
+
+    if (id <= 0)
+        return json_null();
+    snprintf(buf, sizeof(buf), "%lld", (long long)id);
+    return json_string(buf);
+}
+
+/* {"ok":true,"format":..,"events":..,"first_id":..,...} or {"ok":false,"kind":..,...}. */
+static int print_json(const struct verify_result *v, FILE *out, FILE *err)
+{
+    json_t *o = json_object();
+    char *s = NULL;
+    int bad;
+
+    bad = o == NULL || json_object_set_new(o, "ok", json_boolean(v->ok)) != 0 ||
+          json_object_set_new(o, "format", json_string(export_format_str(v->format))) != 0 ||
+          json_object_set_new(o, "key_id", json_string(v->key_id)) != 0;
+    if (!bad && v->ok)
+        bad = json_object_set_new(o, "events", json_integer(v->events)) != 0 ||
+              json_object_set_new(o, "first_id", id_json(v->first_id)) != 0 ||
+              json_object_set_new(o, "last_id", id_json(v->last_id)) != 0 ||
+              json_object_set_new(o, "checkpoints", json_integer((json_int_t)v->checkpoints)) != 0;
+    else if (!bad)
+        bad = json_object_set_new(o, "kind", json_string(verify_kind_str(v->kind))) != 0 ||
+              json_object_set_new(o, "line", json_integer(v->line)) != 0 ||
+              json_object_set_new(o, "event_id", id_json(v->event_id)) != 0 ||
+              json_object_set_new(o, "message", json_string(v->message)) != 0;
+    if (!bad && (s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS)) != NULL)
+        fprintf(out, "%s\n", s);
+    else
+        fprintf(err, "trainyard: out of memory\n");
+    free(s);
+    json_decref(o);
+    return s != NULL ? 0 : -1;
+}
+
+static int cmd_audit_verify(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct verify_opts o;
+    struct audit_key *key = NULL;
+    struct export_reader *r = NULL;
+    struct verify_result v;
+    struct err e;
+    int fd = -1, code = CLI_EXIT_USAGE, p;
+    enum rc rc;
+
+    err_init(&e);
+    if ((p = parse_verify(argc, argv, &o, err)) != 0) {
+        verify_usage(p > 0 ? out : err);
+        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    }
+    if ((key = load_key(o.key_path, err)) == NULL)
+        goto out;
+    if (strcmp(o.export_path, "-") == 0) {
+        fd = STDIN_FILENO;
+    } else if ((fd = open(o.export_path, O_RDONLY | O_CLOEXEC)) < 0) {
+        fprintf(err, "trainyard: cannot open %s: %s\n", o.export_path, strerror(errno));
+        goto out;
+    }
+    if (export_reader_open_fd(fd, &r, &e) != RC_OK) {
+        fprintf(err, "trainyard: %s: %s\n", o.export_path, e.message);
+        goto out;
+    }
+    if ((rc = verify_export(r, key, &v)) != RC_OK) {
+        fprintf(err, "trainyard: %s: %s\n", o.export_path, v.message);
+        goto out;
+    }
+    if ((o.json ? print_json(&v, out, err) : (print_text(&v, out), 0)) != 0)
+        goto out;
+    code = v.ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+out:
+    export_reader_free(r);
+    if (fd > STDIN_FILENO)
+        close(fd);
+    audit_key_free(key);
+    return code;
+}
+
+static const struct cli_command audit_commands[] = {
+    {"verify", "check a signed audit export offline", cmd_audit_verify},
+};
+
+int cli_cmd_audit(int argc, char **argv, FILE *out, FILE *err)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        audit_usage(argc < 2 ? err : out);
+        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof(audit_commands) / sizeof(audit_commands[0]); i++)
+        if (strcmp(argv[1], audit_commands[i].name) == 0)
+            return audit_commands[i].run(argc - 1, argv + 1, out, err);
+    fprintf(err, "trainyard: unknown audit subcommand %s\n", argv[1]);
+    audit_usage(err);
+    return CLI_EXIT_USAGE;
+}

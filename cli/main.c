@@ -1,0 +1,73 @@
+/*
+ * main.c - the trainyard command line: finds the command in a table and
+ * runs it (cli.h). Commands live in cmd_<name>.c inside ty_cli, so tests run
+ * them without a process.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef TY_VERSION
+#define TY_VERSION "dev"
+#endif
+
+static int cmd_version(int argc, char **argv, FILE *out, FILE *err);
+static int cmd_help(int argc, char **argv, FILE *out, FILE *err);
+
+static const struct cli_command commands[] = {
+    {"audit", "verify signed audit exports offline (audit verify)", cli_cmd_audit},
+    {"version", "print the version", cmd_version},
+    {"help", "print this help", cmd_help},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard COMMAND [ARGS...]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'trainyard COMMAND --help' describes a command.\n");
+}
+
+static int cmd_version(int argc, char **argv, FILE *out, FILE *err)
+{
+    (void)argc;
+    (void)argv;
+    (void)err;
+    fprintf(out, "trainyard %s\n", TY_VERSION);
+    return CLI_EXIT_OK;
+}
+
+static int cmd_help(int argc, char **argv, FILE *out, FILE *err)
+{
+    (void)argc;
+    (void)argv;
+    (void)err;
+    usage(out);
+    return CLI_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    int code;
+
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+        return cmd_help(argc - 1, argv + 1, stdout, stderr);
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(argc - 1, argv + 1, stdout, stderr);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            code = commands[i].run(argc - 1, argv + 1, stdout, stderr);
+            if (fflush(stdout) != 0 && code == CLI_EXIT_OK)
+                code = CLI_EXIT_USAGE; /* the verdict did not reach its reader */
+            return code;
+        }
+    }
+    fprintf(stderr, "trainyard: unknown command %s\n", argv[1]);
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+}
