@@ -188,6 +188,8 @@ static enum rc prep_nodes(struct pass *P, struct err *e)
     ALLOC(P->tmp2, nn + 1);
     ALLOC(P->pick_node, nn + 1);
     ALLOC(P->pick_mask, nn + 1);
+    ALLOC(P->hid, nn);
+    ALLOC(P->hid_avail, nn);
     if (sched_idx_alloc(&P->main, nn) != 0 || sched_idx_alloc(&P->hypo, nn) != 0)
         return RC_ENOMEM;
     for (size_t i = 0; i < nn; i++) {
@@ -199,6 +201,11 @@ static enum rc prep_nodes(struct pass *P, struct err *e)
             nd->state != SCHED_NODE_DOWN)
             return err_set(e, RC_EINVAL, "state", "node %lld has an unknown state %d",
                            (long long)nd->id, (int)nd->state);
+        if (nd->site < 0)
+            return err_set(e, RC_EINVAL, "site", "node %lld has a negative site %lld",
+                           (long long)nd->id, (long long)nd->site);
+        if (nd->site != 0)
+            P->node_site = P->node_site == 0 || P->node_site == nd->site ? nd->site : -1;
         P->nids[i].id = nd->id;
         P->nids[i].idx = (int)i;
         for (int g = 0; g < nd->ngpus; g++)
@@ -281,6 +288,11 @@ static bool job_valid(const struct sched_job *j, struct err *e)
     if (j->time_limit_ms < 0 || j->true_duration_ms < 0) {
         err_set(e, RC_EINVAL, "time_limit_ms", "job %lld has a negative time limit",
                 (long long)j->id);
+        return false;
+    }
+    if (j->site < 0) {
+        err_set(e, RC_EINVAL, "site", "job %lld has a negative site %lld", (long long)j->id,
+                (long long)j->site);
         return false;
     }
     if (j->prio < SCHED_PRIO_LOW || j->prio > SCHED_PRIO_HIGH) {
@@ -529,6 +541,7 @@ static int preempt_fit(struct pass *P, const struct sched_job *j, enum sched_pre
     if (P->preempt_tries >= MAX_PREEMPT_TRIES)
         return 0;
     P->preempt_tries++;
+    sched_site_set(P, j->site);
     sched_idx_copy(&P->hypo, &P->main);
     for (size_t i = 0; i < P->ncands && nc < MAX_PREEMPT_CANDS; i++) {
         int r = P->cands[i];
@@ -608,6 +621,7 @@ static int reserve(struct pass *P, const struct sched_job *j)
             rl[nrel++] =
                 (struct rel){d->placements[p].end_by_ms, d->placements[p].job_id, 1, (int)p};
     qsort(rl, nrel, sizeof(*rl), cmp_rel);
+    sched_site_set(P, j->site);
     sched_idx_copy(&P->hypo, &P->main);
     for (size_t i = 0; i < nrel;) {
         int64_t t = rl[i].t;
@@ -659,6 +673,7 @@ static int reserve(struct pass *P, const struct sched_job *j)
 /* Place j on main plus the free reserved GPUs (it ends before the reservation). */
 static int place_combined(struct pass *P, const struct sched_job *j)
 {
+    sched_site_set(P, j->site);
     for (size_t i = 0; i < P->nresnodes; i++) {
         int n = P->resnodes[i];
         sched_idx_set(&P->main, n, P->main.avail[n] | P->resfree[n]);
@@ -860,12 +875,29 @@ struct bfkey {
     int job;
 };
 
-static int cmp_bfkey(const void *a, const void *b)
+static bool bf_less(const struct bfkey *x, const struct bfkey *y)
 {
-    const struct bfkey *x = a, *y = b;
-    if (x->limit_ms != y->limit_ms)
-        return x->limit_ms < y->limit_ms ? -1 : 1;
-    return x->rank < y->rank ? -1 : x->rank > y->rank;
+    return x->limit_ms < y->limit_ms || (x->limit_ms == y->limit_ms && x->rank < y->rank);
+}
+
+/* A binary min-heap: candidates come out one at a time, and a pass usually
+ * stops after a few (the free GPUs run out), so sorting them all would be
+ * wasted work; building the heap is linear. */
+static void bf_sift_down(struct bfkey *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && bf_less(&h[l], &h[m]))
+            m = l;
+        if (l + 1 < n && bf_less(&h[l + 1], &h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        struct bfkey t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
 }
 
 /*
@@ -873,59 +905,100 @@ static int cmp_bfkey(const void *a, const void *b)
  * before it starts or stay off its GPUs may go ahead, and the order among
  * them is free: shortest time limit first lets more of them finish before
  * the reservation and shortens average completion time (the head's start is
- * protected either way). Returns the candidates (at most depth) in that
- * order, or NULL on no memory; *n receives their number.
+ * protected either way). Fills a heap of the next (at most depth) jobs;
+ * returns NULL on no memory.
  */
-static int *backfill_candidates(struct pass *P, size_t *pos, size_t depth, size_t *n)
+static struct bfkey *backfill_candidates(struct pass *P, size_t *pos, size_t depth, size_t *n)
 {
     const struct sched_job *J = P->q->jobs;
     size_t cap = depth < P->norder ? depth : P->norder, m = 0;
-    struct bfkey *k = malloc((cap + 1) * sizeof(*k));
-    int *out = malloc((cap + 1) * sizeof(*out));
+    struct bfkey *h = malloc((cap + 1) * sizeof(*h));
     int ji;
 
-    if (k == NULL || out == NULL) {
-        free(k);
-        free(out);
+    if (h == NULL)
         return NULL;
-    }
-    while (m < cap && (ji = next_job(P, pos, false)) >= 0) {
-        k[m].limit_ms = J[ji].time_limit_ms > 0 ? J[ji].time_limit_ms : INT64_MAX;
-        k[m].rank = m;
-        k[m].job = ji;
+    /* A job larger than every free GPU can only start by taking GPUs back
+     * under its team's quota; the others are not worth ordering. */
+    int64_t free_now = (int64_t)P->main.total + (int64_t)P->resfree_total;
+    for (size_t pulled = 0; pulled < cap && (ji = next_job(P, pos, false)) >= 0; pulled++) {
+        if (J[ji].gpus > free_now && !under_quota(P, &J[ji], P->job_team[ji]))
+            continue;
+        h[m].limit_ms = J[ji].time_limit_ms > 0 ? J[ji].time_limit_ms : INT64_MAX;
+        h[m].rank = m;
+        h[m].job = ji;
         m++;
     }
-    qsort(k, m, sizeof(*k), cmp_bfkey);
-    for (size_t i = 0; i < m; i++)
-        out[i] = k[i].job;
-    free(k);
+    for (size_t i = m / 2; i-- > 0;)
+        bf_sift_down(h, m, i);
     *n = m;
-    return out;
+    return h;
 }
 
-/* The next job to try: in policy order, or from the sorted backfill list. */
-static int next_try(struct pass *P, size_t *pos, bool saturated, const int *bf, size_t nbf,
-                    size_t *bfpos)
+static int cmp_bfrank(const void *a, const void *b)
 {
-    if (bf != NULL)
-        return *bfpos < nbf ? bf[(*bfpos)++] : -1;
-    return next_job(P, pos, saturated);
+    const struct bfkey *x = a, *y = b;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/*
+ * The next job to try: in policy order, or the shortest backfill candidate.
+ * Once no GPU is free outside the reservation and the shortest candidate
+ * ends after it starts, no candidate can start on free GPUs any more; only a
+ * team under its quota can still take GPUs back by preemption. The heap is
+ * then cut to those teams' jobs, in their fair-share order (*nlist > 0).
+ */
+static int next_try(struct pass *P, size_t *pos, bool saturated, struct bfkey *bf, size_t *nbf,
+                    size_t *nlist)
+{
+    int ji;
+
+    if (bf == NULL)
+        return next_job(P, pos, saturated);
+    if (*nlist == 0 && *nbf > 0 && P->main.total == 0 &&
+        job_end(P, &P->q->jobs[bf[0].job]) > P->res_start) {
+        size_t m = 0;
+        for (size_t i = 0; i < *nbf; i++) {
+            int t = P->job_team[bf[i].job];
+            if ((P->pol->flags & F_QUOTA) &&
+                P->t_used[t] + P->q->jobs[bf[i].job].gpus <= P->t_quota[t])
+                bf[m++] = bf[i];
+        }
+        qsort(bf, m, sizeof(*bf), cmp_bfrank);
+        /* keep the list in reverse so that taking from the end is in order */
+        for (size_t i = 0; i < m / 2; i++) {
+            struct bfkey t = bf[i];
+            bf[i] = bf[m - 1 - i];
+            bf[m - 1 - i] = t;
+        }
+        *nbf = m;
+        *nlist = 1;
+    }
+    if (*nbf == 0)
+        return -1;
+    if (*nlist > 0)
+        return bf[--*nbf].job;
+    ji = bf[0].job;
+    bf[0] = bf[--*nbf];
+    bf_sift_down(bf, *nbf, 0);
+    return ji;
 }
 
 static enum rc plan_main(struct pass *P)
 {
     const struct sched_job *J = P->q->jobs;
-    size_t pos = 0, after = 0, nbf = 0, bfpos = 0;
-    int *bf = NULL;
+    size_t pos = 0, after = 0, nbf = 0, nlist = 0;
+    struct bfkey *bf = NULL;
     enum rc rc = RC_OK;
     size_t depth = P->q->backfill_depth > 0 ? (size_t)P->q->backfill_depth : SCHED_BACKFILL_DEPTH;
     int fail_single = INT_MAX, fail_multi = INT_MAX, fail_comb = INT_MAX, fail_pre = INT_MAX;
     bool blocked = false;
     int ji;
 
-    while ((ji = next_try(P, &pos, blocked && P->main.total == 0 && P->resfree_total == 0, bf, nbf,
-                          &bfpos)) >= 0) {
+    while ((ji = next_try(P, &pos, blocked && P->main.total == 0 && P->resfree_total == 0, bf, &nbf,
+                          &nlist)) >= 0) {
         const struct sched_job *j = &J[ji];
+        /* a job limited to its site's nodes neither reads nor sets the fail memos */
+        bool memo_ok = !sched_site_set(P, j->site);
         int g = j->gpus, gpn = j->gpus_per_node, ok = 0;
         bool single = (gpn == 0 && g <= P->maxng) || gpn == g;
         int *memo = single ? &fail_single : &fail_multi;
@@ -938,26 +1011,26 @@ static enum rc plan_main(struct pass *P)
                 rc = RC_ENOMEM;
             break;
         }
-        if (gpn == 0 && g >= *memo) {
+        if (memo_ok && gpn == 0 && g >= *memo) {
             ok = 0;
         } else {
             ok = sched_place(P, &P->main, g, gpn);
-            if (ok == 0 && gpn == 0)
+            if (ok == 0 && gpn == 0 && memo_ok)
                 *memo = g;
         }
         if (ok == 0 && blocked && P->resfree_total > 0 && job_end(P, j) <= P->res_start &&
-            !(gpn == 0 && g >= fail_comb)) {
+            !(memo_ok && gpn == 0 && g >= fail_comb)) {
             ok = place_combined(P, j);
-            if (ok == 0 && gpn == 0)
+            if (ok == 0 && gpn == 0 && memo_ok)
                 fail_comb = g;
         }
         if (ok == 0 && under_quota(P, j, P->job_team[ji]) && P->ncands > 0 &&
-            !(gpn == 0 && g >= fail_pre)) {
+            !(memo_ok && gpn == 0 && g >= fail_pre)) {
             /* a failed try for g GPUs fails for more too, until a preemption */
             ok = preempt_fit(P, j, SCHED_PREEMPT_QUOTA);
             if (ok > 0)
                 fail_single = fail_multi = fail_comb = fail_pre = INT_MAX;
-            else if (ok == 0 && gpn == 0)
+            else if (ok == 0 && gpn == 0 && memo_ok)
                 fail_pre = g;
         }
         if (ok < 0) {
@@ -1068,7 +1141,9 @@ static enum rc plan_las(struct pass *P)
     (void)nv;
     for (size_t i = 0; i < na; i++) {
         const struct sched_job *j = &q->jobs[k[i].job];
-        int ok = sched_place(P, &P->main, j->gpus, j->gpus_per_node);
+        int ok;
+        sched_site_set(P, j->site);
+        ok = sched_place(P, &P->main, j->gpus, j->gpus_per_node);
         if (ok == 0 && P->ncands > 0)
             ok = preempt_fit(P, j, SCHED_PREEMPT_LAS);
         if (ok < 0)
@@ -1113,6 +1188,8 @@ static void pass_free(struct pass *P)
     free(P->grp_mem);
     free(P->pick_node);
     free(P->pick_mask);
+    free(P->hid);
+    free(P->hid_avail);
     free(P->tmp1);
     free(P->tmp2);
 }

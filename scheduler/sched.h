@@ -10,7 +10,9 @@
  *
  * Invariants of every plan (verified by sched_check): no GPU is booked twice,
  * nothing lands on draining or down nodes, gangs are all or nothing, a job's
- * gpus_per_node is honoured, quota preemptions only hit borrowing jobs, and a
+ * gpus_per_node is honoured, a job of a site lands only on nodes of that site
+ * (site 0 on either side matches anything; "fits one node" means one node of
+ * the job's site), quota preemptions only hit borrowing jobs, and a
  * placement touching the reserved GPUs ends before the reservation starts.
  *
  * Thread-safety: no globals; one thread owns a struct sched_decisions. Distinct
@@ -55,6 +57,7 @@ struct sched_node {
     /* nvlink_peers[i]: bit j set when GPU i and GPU j are NVLink peers.
      * All zero means "no topology reported": GPUs are taken lowest first. */
     uint64_t nvlink_peers[SCHED_MAX_GPUS_PER_NODE];
+    int64_t site; /* data-residency site (sites.id); 0 = takes jobs of any site */
 };
 
 /* A team. Teams not listed have quota 0 and weight 1. */
@@ -98,6 +101,7 @@ struct sched_job {
     int64_t time_limit_ms;    /* 0 = unknown */
     int64_t true_duration_ms; /* sim only, read by sjf-oracle only; 0 = unknown */
     int64_t attained_gpu_ms;  /* service from earlier runs (resumed jobs), for LAS */
+    int64_t site;             /* runs only on nodes of this site (or site 0); 0 = any node */
 };
 
 /* The cluster snapshot. Arrays are borrowed for the call; ids unique. */
@@ -209,7 +213,8 @@ enum rc sched_plan(const struct sched_policy *policy, const struct sched_cluster
  * Verify the invariants of decisions d for the snapshot (cluster, queue) at
  * now_ms: placements only of queued jobs, each once, all or nothing (sum of
  * GPUs equals the job's gpus), gpus_per_node honoured, GPUs exist and are free
- * (or freed by a preemption in d), no GPU booked twice, only READY nodes;
+ * (or freed by a preemption in d), no GPU booked twice, only READY nodes of
+ * the job's site;
  * preemptions only of running, preemptible jobs and, for quota preemptions,
  * only of borrowing jobs (those whose GPUs, newest last, lie above their
  * team's quota); the reservation on READY nodes with the right GPU count; a

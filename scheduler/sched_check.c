@@ -4,7 +4,8 @@
  * bug in one is caught by the other; the tests, the fuzz target and the
  * simulator (in debug runs) call it on every plan.
  *
- * Work: O((nodes + running + queue) log n + allocations). Threading: none.
+ * Work: O((nodes + running + queue) log n + allocations), plus O(nodes) per gang
+ * of a job with a site. Threading: none.
  */
 #include "sched.h"
 
@@ -193,7 +194,28 @@ static enum rc check_preemptions(struct chk *k, struct err *e)
     return RC_OK;
 }
 
-/* One gang: nodes exist, READY, distinct; GPU count; gpus_per_node; single node when small. */
+static bool site_match(int64_t node_site, int64_t job_site)
+{
+    return node_site == 0 || job_site == 0 || node_site == job_site;
+}
+
+/* The most GPUs of a READY node the job may use (its site's nodes). */
+static int site_maxng(const struct chk *k, const struct sched_job *j)
+{
+    int m = 0;
+
+    if (j->site == 0)
+        return k->maxng;
+    for (size_t i = 0; i < k->c->nnodes; i++) {
+        const struct sched_node *nd = &k->c->nodes[i];
+        if (nd->state == SCHED_NODE_READY && site_match(nd->site, j->site) && nd->ngpus > m)
+            m = nd->ngpus;
+    }
+    return m;
+}
+
+/* One gang: nodes exist, READY, of the job's site, distinct; GPU count; gpus_per_node; single
+ * node when small. */
 static enum rc check_gang(struct chk *k, const struct sched_job *j, const struct sched_alloc *al,
                           size_t nal, const char *what, struct err *e)
 {
@@ -210,6 +232,10 @@ static enum rc check_gang(struct chk *k, const struct sched_job *j, const struct
         if (nd->state != SCHED_NODE_READY)
             return err_set(e, RC_ECONFLICT, what, "job %lld on node %lld, which is not ready",
                            (long long)j->id, (long long)nd->id);
+        if (!site_match(nd->site, j->site))
+            return err_set(e, RC_ECONFLICT, what, "job %lld of site %lld on node %lld of site %lld",
+                           (long long)j->id, (long long)j->site, (long long)nd->id,
+                           (long long)nd->site);
         if (al[a].gpu_mask == 0 || (al[a].gpu_mask & ~bits(nd->ngpus)))
             return err_set(e, RC_ECONFLICT, what, "job %lld: bad gpu mask %#llx on node %lld",
                            (long long)j->id, (unsigned long long)al[a].gpu_mask, (long long)nd->id);
@@ -227,7 +253,7 @@ static enum rc check_gang(struct chk *k, const struct sched_job *j, const struct
     if (sum != j->gpus)
         return err_set(e, RC_ECONFLICT, what, "gang of job %lld has %d gpus, wants %d",
                        (long long)j->id, sum, j->gpus);
-    if (j->gpus_per_node == 0 && j->gpus <= k->maxng && nal != 1)
+    if (j->gpus_per_node == 0 && j->gpus <= site_maxng(k, j) && nal != 1)
         return err_set(e, RC_ECONFLICT, what, "job %lld of %d gpus spans %zu nodes",
                        (long long)j->id, j->gpus, nal);
     return RC_OK;

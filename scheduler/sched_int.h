@@ -6,7 +6,9 @@
  * struct idx is the free-capacity index: per node the GPUs that new work may
  * take (avail: free, READY, not reserved), each node linked into the bucket
  * of its free-GPU count. struct pass holds everything one sched_plan() call
- * allocates. Threading: none; one pass owns both.
+ * allocates. Placement and feasibility see only the nodes of the current
+ * job's site (sched_site_set): the others are hidden from the index for the
+ * call and put back after it. Threading: none; one pass owns both.
  */
 #ifndef TY_SCHED_INT_H
 #define TY_SCHED_INT_H
@@ -100,6 +102,12 @@ struct pass {
     int *tmp1, *tmp2;
     int preempt_tries;
     size_t res_off;
+    /* sites: the job being placed may use only the nodes of its site */
+    int64_t node_site;   /* the one non-zero site of all nodes, 0 none, -1 several */
+    int64_t site;        /* the current job's site (sched_site_set) */
+    bool site_only;      /* some nodes are of another site: placement hides them */
+    int *hid;            /* scratch: nodes hidden from an index */
+    uint64_t *hid_avail; /* scratch: what they had available */
 };
 
 static inline int popc(uint64_t m)
@@ -115,13 +123,19 @@ static inline uint64_t gpu_bits(int ng)
 }
 
 /* ---- sched_place.c ---- */
+/*
+ * Make site the current job's site for sched_feasible/sched_place. Returns
+ * true when that hides nodes of other sites: such a job's failures say
+ * nothing about other jobs of the same shape (no fail memos).
+ */
+bool sched_site_set(struct pass *P, int64_t site);
 void sched_idx_link(struct idx *x, int n);
 void sched_idx_set(struct idx *x, int n, uint64_t m);
 int sched_idx_alloc(struct idx *x, size_t n);
 void sched_idx_free(struct idx *x);
 void sched_idx_copy(struct idx *dst, const struct idx *src);
 /* Exact: does some placement of (g GPUs, gpn per node) exist in x? */
-bool sched_feasible(const struct pass *P, const struct idx *x, int g, int gpn);
+bool sched_feasible(struct pass *P, struct idx *x, int g, int gpn);
 /* Place (g, gpn) in x, take its GPUs, leave them in P->pick_*: 1 placed, 0 no fit, -1 ENOMEM. */
 int sched_place(struct pass *P, struct idx *x, int g, int gpn);
 

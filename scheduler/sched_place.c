@@ -8,7 +8,9 @@
  * one rack label (least capacity left over), then any. Within a node, GPUs
  * that are NVLink peers of each other are taken together (greedy from each
  * seed GPU, at most 16 seeds). Multi-node jobs scan the node list, O(nodes);
- * they are rare. Threading: none.
+ * they are rare. A job whose site is not every node's (a multi-site cluster)
+ * sees only its site's nodes: the others are hidden from the index for the
+ * call, O(nodes) per call. Threading: none.
  */
 #include "sched_int.h"
 
@@ -86,8 +88,8 @@ void sched_idx_copy(struct idx *dst, const struct idx *src)
     dst->total = src->total;
 }
 
-/* Exact feasibility: does some placement of (g, gpn) exist in x? */
-bool sched_feasible(const struct pass *P, const struct idx *x, int g, int gpn)
+/* Exact feasibility over the nodes x shows: does some placement of (g, gpn) exist? */
+static bool feasible_all(const struct pass *P, const struct idx *x, int g, int gpn)
 {
     if (g > x->total)
         return false;
@@ -354,11 +356,11 @@ static int place_multi(struct pass *P, struct idx *x, int g, int gpn)
     return 1;
 }
 
-/* Place (g, gpn) in x and take its GPUs: 1 placed, 0 no fit, -1 ENOMEM. */
-int sched_place(struct pass *P, struct idx *x, int g, int gpn)
+/* Place (g, gpn) on the nodes x shows and take its GPUs: 1 placed, 0 no fit. */
+static int place_all(struct pass *P, struct idx *x, int g, int gpn)
 {
     P->npick = 0;
-    if (!sched_feasible(P, x, g, gpn))
+    if (!feasible_all(P, x, g, gpn))
         return 0;
     if ((gpn == 0 && g <= P->maxng) || gpn == g) {
         for (int f = g; f < NB; f++) {
@@ -370,4 +372,78 @@ int sched_place(struct pass *P, struct idx *x, int g, int gpn)
         return 0;
     }
     return place_multi(P, x, g, gpn);
+}
+
+/* ---------- sites ---------- */
+
+bool sched_site_set(struct pass *P, int64_t site)
+{
+    P->site = site;
+    P->site_only = site != 0 && P->node_site != 0 && P->node_site != site;
+    return P->site_only;
+}
+
+/*
+ * Hide from x the nodes of other sites than P->site (remembered in P->hid)
+ * and narrow P->maxng to the largest READY node of the site, so that "fits
+ * one node" means one node of the site. O(nodes): only jobs whose site is not
+ * the whole cluster's pay it. Returns how many nodes were hidden.
+ */
+static int hide_foreign(struct pass *P, struct idx *x, int *maxng_saved)
+{
+    const struct sched_node *nodes = P->c->nodes;
+    int nh = 0, maxng = 0;
+
+    *maxng_saved = P->maxng;
+    for (size_t n = 0; n < P->nn; n++) {
+        if (nodes[n].site == 0 || nodes[n].site == P->site) {
+            if (nodes[n].state == SCHED_NODE_READY && nodes[n].ngpus > maxng)
+                maxng = nodes[n].ngpus;
+            continue;
+        }
+        if (x->avail[n] == 0)
+            continue;
+        P->hid[nh] = (int)n;
+        P->hid_avail[nh] = x->avail[n];
+        nh++;
+        sched_idx_set(x, (int)n, 0);
+    }
+    P->maxng = maxng;
+    return nh;
+}
+
+/* Put back what hide_foreign() hid (the placement never touched those nodes). */
+static void unhide(struct pass *P, struct idx *x, int nh, int maxng_saved)
+{
+    for (int i = 0; i < nh; i++)
+        sched_idx_set(x, P->hid[i], P->hid_avail[i]);
+    P->maxng = maxng_saved;
+}
+
+/* Exact: does some placement of (g, gpn) exist in x on nodes of the current site? */
+bool sched_feasible(struct pass *P, struct idx *x, int g, int gpn)
+{
+    int saved, nh;
+    bool ok;
+
+    if (!P->site_only)
+        return feasible_all(P, x, g, gpn);
+    nh = hide_foreign(P, x, &saved);
+    ok = feasible_all(P, x, g, gpn);
+    unhide(P, x, nh, saved);
+    return ok;
+}
+
+/* Place (g, gpn) in x on nodes of the current site and take its GPUs, leaving
+ * them in P->pick_*: 1 placed, 0 no fit, -1 ENOMEM. */
+int sched_place(struct pass *P, struct idx *x, int g, int gpn)
+{
+    int saved, nh, ok;
+
+    if (!P->site_only)
+        return place_all(P, x, g, gpn);
+    nh = hide_foreign(P, x, &saved);
+    ok = place_all(P, x, g, gpn);
+    unhide(P, x, nh, saved);
+    return ok;
 }

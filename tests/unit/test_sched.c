@@ -3,7 +3,8 @@
  * issue (gang, placement limits, order, quotas, reservation and backfill,
  * topology), plus sched_check() catching hand-made violations and a
  * randomized property test (fixed seeds) running sched_check() on thousands
- * of random snapshots for every policy.
+ * of random snapshots for every policy, once more with nodes and jobs spread
+ * over data-residency sites.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -331,11 +332,11 @@ static void test_backfill_shortest_limit_first(void **state)
 {
     (void)state;
     struct fx *f = fx_new(2, 8);
-    add_run(f, 50, 0, 0x0F, 0, 0, 100000);       /* node 0: 4 free now */
-    add_run(f, 51, 1, 0xFF, 0, 0, 500000);       /* node 1: all busy */
-    add_job(f, 1, 8, 0);                         /* head: blocked, reserves node 0 */
-    add_job(f, 2, 4, 1)->time_limit_ms = 90000;  /* older, fits before 100 s */
-    add_job(f, 3, 4, 2)->time_limit_ms = 30000;  /* newer, shorter: goes first */
+    add_run(f, 50, 0, 0x0F, 0, 0, 100000);      /* node 0: 4 free now */
+    add_run(f, 51, 1, 0xFF, 0, 0, 500000);      /* node 1: all busy */
+    add_job(f, 1, 8, 0);                        /* head: blocked, reserves node 0 */
+    add_job(f, 2, 4, 1)->time_limit_ms = 90000; /* older, fits before 100 s */
+    add_job(f, 3, 4, 2)->time_limit_ms = 30000; /* newer, shorter: goes first */
     plan_ok(f, "trainyard", 0);
     assert_null(placed(f, 2));
     assert_non_null(placed(f, 3));
@@ -538,6 +539,113 @@ static void test_deterministic_any_input_order(void **state)
     fx_free(g);
 }
 
+static int64_t node_site(const struct fx *f, int64_t node_id)
+{
+    for (size_t i = 0; i < f->c.nnodes; i++)
+        if (f->nodes[i].id == node_id)
+            return f->nodes[i].site;
+    fail_msg("unknown node %lld", (long long)node_id);
+    return -1;
+}
+
+/* Jobs run only on nodes of their site; "fits one node" means one node of the site. */
+static void test_sites(void **state)
+{
+    (void)state;
+    const char *pol[4] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las"};
+    for (int p = 0; p < 4; p++) {
+        struct fx *f = fx_new(4, 4);
+        f->nodes[0].site = f->nodes[1].site = 1; /* 2 x 4 GPUs */
+        f->nodes[2].site = f->nodes[3].site = 2; /* 2 x 8 GPUs */
+        for (int i = 2; i < 4; i++) {
+            f->nodes[i].ngpus = 8;
+            f->nodes[i].free_mask = full(8);
+        }
+        add_job(f, 1, 8, 0)->site = 2;
+        add_job(f, 2, 8, 1)->site = 1;
+        add_job(f, 4, 2, 2)->site = 0;
+        add_job(f, 3, 1, 3)->site = 3; /* no node of site 3 */
+        plan_ok(f, pol[p], 0);
+        const struct sched_placement *a = placed(f, 1), *b = placed(f, 2);
+        assert_non_null(a);
+        assert_int_equal(a->nallocs, 1);
+        assert_int_equal(node_site(f, a->allocs[0].node_id), 2);
+        assert_non_null(b);
+        assert_int_equal(b->nallocs, 2); /* no node of site 1 holds 8 */
+        for (size_t k = 0; k < b->nallocs; k++)
+            assert_int_equal(node_site(f, b->allocs[k].node_id), 1);
+        assert_non_null(placed(f, 4));
+        assert_null(placed(f, 3));
+        fx_free(f);
+    }
+    /* a site's job waits for its site's GPUs even when others are free */
+    struct fx *f = fx_new(2, 8);
+    f->nodes[0].site = 1;
+    f->nodes[1].site = 2;
+    add_run(f, 50, 0, full(8), 0, 0, 1000);
+    add_job(f, 1, 4, 0)->site = 1;
+    plan_ok(f, "trainyard", 0);
+    assert_null(placed(f, 1));
+    assert_true(f->d.reservation.valid);
+    assert_int_equal(f->d.reservation.allocs[0].node_id, 100);
+    /* negative sites are refused (node) or skipped (job) */
+    f->jobs[0].site = -1;
+    plan_ok(f, "trainyard", 0);
+    assert_int_equal(f->d.nskipped, 1);
+    f->jobs[0].site = 1;
+    f->nodes[1].site = -2;
+    assert_int_equal(sched_plan(NULL, &f->c, &f->q, 0, &f->d), RC_EINVAL);
+    fx_free(f);
+}
+
+static void test_check_catches_wrong_site(void **state)
+{
+    (void)state;
+    struct fx *f = fx_new(2, 4);
+    struct err e;
+    struct sched_alloc a[2];
+    struct sched_placement p = {1, a, 1, 3600000};
+    f->nodes[0].site = 1;
+    f->nodes[1].site = 2;
+    add_job(f, 1, 2, 0)->site = 1;
+    f->d.placements = &p;
+    f->d.nplacements = 1;
+    a[0] = (struct sched_alloc){101, 0x3};
+    err_init(&e);
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_ECONFLICT);
+    assert_true(strstr(e.message, "site") != NULL);
+    a[0] = (struct sched_alloc){100, 0x3};
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_OK);
+    /* a node of site 0 takes any job; a job of site 0 any node */
+    f->nodes[1].site = 0;
+    a[0] = (struct sched_alloc){101, 0x3};
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_OK);
+    f->nodes[1].site = 2;
+    f->jobs[0].site = 0;
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_OK);
+    /* 8 GPUs over the two 4-GPU nodes of site 1 is right although a node of
+     * site 2 holds 8: "fits one node" is per site */
+    f->nodes[1].site = 1;
+    f->nodes[0].ngpus = f->nodes[1].ngpus = 4;
+    f->nodes[0].free_mask = f->nodes[1].free_mask = full(4);
+    f->nodes[2] = f->nodes[1];
+    f->nodes[2].id = 102;
+    f->nodes[2].site = 2;
+    f->nodes[2].ngpus = 8;
+    f->nodes[2].free_mask = full(8);
+    f->c.nnodes = 3;
+    f->jobs[0].site = 1;
+    f->jobs[0].gpus = 8;
+    a[0] = (struct sched_alloc){100, 0xF};
+    a[1] = (struct sched_alloc){101, 0xF};
+    p.nallocs = 2;
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_OK);
+    f->jobs[0].site = 0; /* without a site it fits node 102: splitting is wrong */
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_ECONFLICT);
+    memset(&f->d, 0, sizeof(f->d)); /* nothing owned */
+    fx_free(f);
+}
+
 /* ---- randomized property test ---- */
 
 static uint64_t rnd(uint64_t *s)
@@ -635,6 +743,41 @@ static void test_random_property(void **state)
     fx_free(f);
 }
 
+/* The property test again with nodes and jobs spread over sites 0..3. */
+static void test_random_sites(void **state)
+{
+    (void)state;
+    const char *pol[4] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las"};
+    struct fx *f = fx_new(1, 1);
+    int planned = 0, placed_site = 0;
+    for (uint64_t seed = 1; seed <= 1500; seed++) {
+        uint64_t s = seed, s2 = seed * 7919 + 1;
+        random_fx(f, &s);
+        for (size_t i = 0; i < f->c.nnodes; i++)
+            f->nodes[i].site = (int64_t)(rnd(&s2) % 4);
+        for (size_t i = 0; i < f->q.njobs; i++)
+            f->jobs[i].site = (int64_t)(rnd(&s2) % 4);
+        for (int p = 0; p < 4; p++) {
+            struct err e;
+            err_init(&e);
+            enum rc rc = sched_plan(sched_policy_find(pol[p]), &f->c, &f->q, 50, &f->d);
+            if (rc == RC_EINVAL)
+                continue;
+            assert_int_equal(rc, RC_OK);
+            planned++;
+            if (sched_check(&f->c, &f->q, 50, &f->d, &e) != RC_OK)
+                fail_msg("seed %llu policy %s: %s", (unsigned long long)seed, pol[p], e.message);
+            for (size_t k = 0; k < f->d.nplacements; k++)
+                for (size_t i = 0; i < f->q.njobs; i++)
+                    if (f->jobs[i].id == f->d.placements[k].job_id && f->jobs[i].site != 0)
+                        placed_site++;
+        }
+    }
+    assert_true(planned > 4000);
+    assert_true(placed_site > 1000);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -662,6 +805,9 @@ int main(void)
         cmocka_unit_test(test_check_catches_violations),
         cmocka_unit_test(test_deterministic_any_input_order),
         cmocka_unit_test(test_random_property),
+        cmocka_unit_test(test_sites),
+        cmocka_unit_test(test_check_catches_wrong_site),
+        cmocka_unit_test(test_random_sites),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
