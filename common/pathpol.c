@@ -23,8 +23,7 @@
 
 #define POLICY_CODE "policy_violation"
 
-/* Render s[0..len) for a message detail: printable ASCII kept, the rest \xNN. */
-static void quote(const char *s, size_t len, char *buf, size_t size)
+void pathpol_quote(const char *s, size_t len, char *buf, size_t size)
 {
     static const char hex[] = "0123456789abcdef";
     const size_t keep = 96; /* bytes of output before "..." */
@@ -58,7 +57,7 @@ static enum rc refuse(struct err *e, const char *msg, const char *val, size_t le
     err_set(e, RC_EPOLICY, NULL, "%s", msg);
     err_code(e, POLICY_CODE);
     if (val != NULL) {
-        quote(val, len, q, sizeof(q));
+        pathpol_quote(val, len, q, sizeof(q));
         err_detail(e, "got \"%s\"", q);
     }
     return RC_EPOLICY;
@@ -425,7 +424,7 @@ bad:
     err_set(e, RC_EINVAL, NULL, "invalid CIDR");
     if (e != NULL) {
         char q[128];
-        quote(s, strlen(s), q, sizeof(q));
+        pathpol_quote(s, strlen(s), q, sizeof(q));
         err_detail(e, "got \"%s\"", q);
     }
     return RC_EINVAL;

@@ -122,4 +122,11 @@ int pathpol_ip_in_cidr(const char *ip, const struct pathpol_cidr *cidr);
 enum rc pathpol_realpath_check(const char *path, const char *const *roots, size_t nroots, char *out,
                                size_t out_size, struct err *e) TY_WUR;
 
+/*
+ * Render s[0..len) for an error detail: printable ASCII kept, '"', '\\' and
+ * everything else as \xNN, cut with "..." after 96 bytes of output. buf
+ * (size >= 9) is always NUL terminated.
+ */
+void pathpol_quote(const char *s, size_t len, char *buf, size_t size);
+
 #endif

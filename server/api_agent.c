@@ -21,6 +21,8 @@
 #include "db_audit.h"
 #include "db_auth.h"
 #include "db_jobs.h"
+#include "db_policy.h"
+#include "db_webhooks.h"
 #include "lifecycle.h"
 #include "waiters.h"
 
@@ -66,6 +68,32 @@ static enum rc check_labels(struct srv_req *req, const json_t *labels)
                             k);
     }
     return RC_OK;
+}
+
+/*
+ * The site a node's labels name: the "site" label, the default site when
+ * labels come without one, 0 (keep) when no labels come. An unknown site is
+ * refused: a node must not take jobs of a site it does not belong to.
+ */
+static enum rc label_site(struct srv_req *req, const json_t *labels, int64_t *site_id)
+{
+    const char *name = json_string_value(json_object_get(labels, "site"));
+    enum rc rc;
+
+    *site_id = labels != NULL ? DB_SITE_DEFAULT_ID : 0;
+    if (name == NULL)
+        return RC_OK;
+    if (srv_db(req) == NULL)
+        return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
+    rc = db_site_id(req->db, name, site_id, req->req_id);
+    if (rc == RC_ENOTFOUND) {
+        srv_fail(req, RC_EINVAL, "labels.site",
+                 "no site named \"%.64s\"; an admin must create the site before its nodes "
+                 "register",
+                 name);
+        return RC_EINVAL;
+    }
+    return rc;
 }
 
 static void node_actor(struct srv_req *req, char *out, size_t n)
@@ -142,6 +170,11 @@ enum rc api_agent_join(struct srv_req *req)
         return rc;
     if (token == NULL)
         return srv_fail(req, RC_EINVAL, "join_token", "join_token is required");
+    {
+        int64_t site_id;
+        if ((rc = label_site(req, json_object_get(req->body, "labels"), &site_id)) != RC_OK)
+            return rc;
+    }
     if (name == NULL || !valid_name(name))
         return srv_fail(req, RC_EINVAL, "name", "name must be 1 to 63 of a-z, 0-9, '.', '_', '-'");
     if (addr != NULL && addr[0] != '\0' && !valid_ip(addr))
@@ -260,9 +293,11 @@ enum rc api_agent_register(struct srv_req *req)
     json_t *running, *stop = NULL, *lost = NULL, *keep = NULL;
     size_t i;
     json_t *r;
+    int64_t site_id = 0;
     enum rc rc;
 
-    if ((rc = check_inventory(req)) != RC_OK)
+    if ((rc = check_inventory(req)) != RC_OK ||
+        (rc = label_site(req, json_object_get(req->body, "labels"), &site_id)) != RC_OK)
         return rc;
     addr = json_string_value(json_object_get(req->body, "addr"));
     if (addr == NULL || addr[0] == '\0')
@@ -270,8 +305,8 @@ enum rc api_agent_register(struct srv_req *req)
     running = json_object_get(req->body, "running");
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
-    rc = db_node_register(req->db, req->who.node_id, req->body, addr, old, new_state, sizeof(old),
-                          req->req_id);
+    rc = db_node_register(req->db, req->who.node_id, req->body, addr, site_id, old, new_state,
+                          sizeof(old), req->req_id);
     if (rc == RC_OK)
         rc = audit_node_state(req, old, new_state, "worker registered");
     if (rc == RC_OK) {
@@ -580,6 +615,29 @@ static int node_ok(const json_t *body)
     return 1;
 }
 
+/*
+ * The worker refused to launch because a path failed its realpath check (a
+ * symlink out of the roots, say): audited and told to the job's webhooks like
+ * a refusal at submit, in the transaction that records the failure.
+ */
+static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int attempt,
+                                     const char *reason, const char *why)
+{
+    char target[48];
+    json_t *d = json_pack("{s:s,s:s,s:i,s:s}", "stage", "node", "node", req->who.node_name,
+                          "attempt", attempt, "reason", reason);
+    enum rc rc;
+
+    if (d == NULL)
+        return RC_ENOMEM;
+    snprintf(target, sizeof(target), "job:%lld", (long long)job_id);
+    rc = audit_append_req(req, "policy.violation", target, "denied", d);
+    json_decref(d);
+    if (rc == RC_OK)
+        rc = webhooks_enqueue(req->db, job_id, "policy.violation", why, req->req_id);
+    return rc;
+}
+
 enum rc api_agent_exit(struct srv_req *req)
 {
     int64_t attempt_id;
@@ -615,8 +673,11 @@ enum rc api_agent_exit(struct srv_req *req)
             exit_reason(req->body, reason, sizeof(reason));
             snprintf(why, sizeof(why), "attempt %d: %s on node %s", info.attempt, reason,
                      info.node_name);
-            rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, counts, actor,
-                                          req->req_id);
+            if (w != NULL && strncmp(w, "policy violation", 16) == 0)
+                rc = node_policy_violation(req, info.job_id, info.attempt, w, why);
+            if (rc == RC_OK)
+                rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, counts, actor,
+                                              req->req_id);
         } else if (live == 0 && all_ok) {
             rc = lifecycle_attempt_succeeded(req->db, info.job_id, attempt_id, actor, req->req_id);
         }

@@ -36,6 +36,7 @@ static enum rc job_visible(struct srv_req *req, int64_t team_id)
 enum rc api_job_submit(struct srv_req *req)
 {
     struct jobspec *spec = NULL;
+    struct db_job_compliance comp = {0};
     json_t *spec_json = NULL, *row = NULL, *d = NULL;
     int64_t team_id = 0;
     int member = 1;
@@ -61,7 +62,7 @@ enum rc api_job_submit(struct srv_req *req)
         rc = srv_fail(req, RC_EPERM, "team", "you are not a member of team \"%s\"", spec->team);
         goto out;
     }
-    if ((rc = jobs_check_submit(req, spec)) != RC_OK)
+    if ((rc = jobs_check_submit(req, spec, team_id, &comp)) != RC_OK)
         goto out;
     spec_json = jobspec_to_json(spec);
     if (spec_json == NULL) {
@@ -71,12 +72,13 @@ enum rc api_job_submit(struct srv_req *req)
     srv_actor(req, actor, sizeof(actor));
     if ((rc = api_begin(req)) != RC_OK)
         goto out;
-    rc = db_job_insert(req->db, spec, spec_json, team_id, req->who.user_id, actor, &row,
+    rc = db_job_insert(req->db, spec, spec_json, team_id, req->who.user_id, actor, &comp, &row,
                        req->req_id);
     if (rc == RC_OK) {
         snprintf(target, sizeof(target), "job:%s", json_string_value(json_object_get(row, "id")));
-        d = json_pack("{s:s,s:s,s:i,s:s}", "name", spec->name, "team", spec->team, "gpus",
-                      spec->gpus, "priority", jobspec_prio_str(spec->priority));
+        d = json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}", "name", spec->name, "team", spec->team, "gpus",
+                      spec->gpus, "priority", jobspec_prio_str(spec->priority), "site", spec->site,
+                      "classification", comp.classification);
         rc = audit_append_req(req, "job.submit", target, "success", d);
     }
     rc = api_end(req, rc);
@@ -89,6 +91,7 @@ out:
     json_decref(d);
     json_decref(row);
     json_decref(spec_json);
+    db_job_compliance_cleanup(&comp);
     jobspec_free(spec);
     return rc;
 }

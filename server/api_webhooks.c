@@ -46,7 +46,7 @@ static enum rc events_literal(struct srv_req *req, char *out, size_t n)
     size_t i, off = 0;
 
     if (ev == NULL) {
-        snprintf(out, n, "{job.failed,job.recovered,job.succeeded,node.lost}");
+        snprintf(out, n, "{job.failed,job.recovered,job.succeeded,node.lost,policy.violation}");
         return RC_OK;
     }
     if (!json_is_array(ev) || json_array_size(ev) == 0 || json_array_size(ev) > 8)
@@ -57,7 +57,8 @@ static enum rc events_literal(struct srv_req *req, char *out, size_t n)
         const char *s = json_string_value(e);
         if (s == NULL || !known_event(s)) {
             srv_fail(req, RC_EINVAL, "events",
-                     "events may be job.failed, job.recovered, job.succeeded, node.lost");
+                     "events may be job.failed, job.recovered, job.succeeded, node.lost, "
+                     "policy.violation");
             err_detail(&req->err, "got %.40s", s ? s : "a non-string");
             return RC_EINVAL;
         }

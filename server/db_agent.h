@@ -32,10 +32,11 @@ enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const ch
 /*
  * Update a node's inventory and mark it ready (a node an admin drained
  * stays draining). gpus: the GPU array of the protocol, replacing the old list.
+ * site_id: the node's site (from its "site" label); 0 keeps the current one.
  * old_state receives the state before (for the audit record).
  */
 enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const char *addr,
-                         char *old_state, char *new_state, size_t state_size,
+                         int64_t site_id, char *old_state, char *new_state, size_t state_size,
                          const char *req_id) TY_WUR;
 
 /*
@@ -81,7 +82,9 @@ enum rc db_allocs_redeliver(PGconn *c, int64_t node_id, const char *req_id) TY_W
  * build the assignments of the protocol. Nothing is taken when the node's
  * generation moved on (a request left over from a previous worker process). *jobs_started receives
  * the ids of jobs to move PLACED -> STARTING (JSON array of strings). *cancels receives attempts
- * this node must stop that were not yet sent.
+ * this node must stop that were not yet sent. Each assignment carries the job's site roots
+ * ("allowed_roots") and checked local dataset paths ("datasets"); default work and output
+ * dirs go below storage_root when it lies in a site root, else below the site's first root.
  */
 enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
                             const char *storage_root, json_t **assignments, json_t **jobs_started,

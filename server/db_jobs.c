@@ -43,8 +43,10 @@ int db_job_state_terminal(const char *s)
     "j.id, j.name, j.team_id, t.name AS team, j.user_id, u.username AS user, j.state, "            \
     "CASE j.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END AS priority, "         \
     "j.gpus, j.gpus_per_node, j.restarts, j.max_restarts, j.attempt, j.reason, j.time_limit_s, "   \
-    "j.created_at, j.updated_at, j.started_at, j.finished_at"
-#define JOB_FROM " FROM jobs j JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
+    "j.created_at, j.updated_at, j.started_at, j.finished_at, s.name AS site, j.classification"
+#define JOB_FROM                                                                                   \
+    " FROM jobs j JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id JOIN sites s " \
+    "ON s.id = j.site_id"
 
 static enum rc add_event(PGconn *c, const char *job_id, const char *from, const char *to,
                          const char *reason, const char *actor, const char *req_id)
@@ -56,18 +58,30 @@ static enum rc add_event(PGconn *c, const char *job_id, const char *from, const 
                       5, p);
 }
 
-enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_json,
-                      int64_t team_id, int64_t user_id, const char *actor, json_t **out,
-                      const char *req_id)
+void db_job_compliance_cleanup(struct db_job_compliance *c)
 {
-    char team[24], user[24], prio[8], gpus[16], gpn[16], tl[24], mr[16], id[24];
+    if (c == NULL)
+        return;
+    json_decref(c->paths);
+    memset(c, 0, sizeof(*c));
+}
+
+enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_json,
+                      int64_t team_id, int64_t user_id, const char *actor,
+                      const struct db_job_compliance *comp, json_t **out, const char *req_id)
+{
+    char team[24], user[24], prio[8], gpus[16], gpn[16], tl[24], mr[16], id[24], site[24];
     char *js = json_dumps(spec_json, JSON_COMPACT);
+    char *paths = comp && comp->paths ? json_dumps(comp->paths, JSON_COMPACT) : NULL;
     PGresult *res;
     enum rc rc;
 
     *out = NULL;
-    if (js == NULL)
+    if (js == NULL || (comp && comp->paths && paths == NULL)) {
+        free(js);
+        free(paths);
         return RC_ENOMEM;
+    }
     snprintf(prio, sizeof(prio), "%d", (int)spec->priority);
     snprintf(gpus, sizeof(gpus), "%d", spec->gpus);
     snprintf(gpn, sizeof(gpn), "%d", spec->gpus_per_node);
@@ -81,14 +95,21 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
                            gpus,
                            gpn,
                            db_i64(spec->time_limit_s, tl, sizeof(tl)),
-                           mr};
+                           mr,
+                           comp && comp->site_id > 0 ? db_i64(comp->site_id, site, sizeof(site))
+                                                     : NULL,
+                           comp && comp->classification[0] ? comp->classification : NULL,
+                           paths};
         res = db_exec(c,
                       "INSERT INTO jobs (name, team_id, user_id, spec, state, priority, gpus, "
-                      "gpus_per_node, time_limit_s, max_restarts) VALUES ($1, $2, $3, $4, "
-                      "'QUEUED', $5, $6, $7, $8, $9) RETURNING id",
-                      9, p);
+                      "gpus_per_node, time_limit_s, max_restarts, site_id, classification, paths) "
+                      "VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, coalesce($10::bigint, "
+                      "1), coalesce($11::text, 'internal'), coalesce($12::jsonb, '{}')) "
+                      "RETURNING id",
+                      12, p);
     }
     free(js);
+    free(paths);
     rc = db_result_rc(res, req_id);
     if (rc == RC_OK)
         snprintf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));

@@ -32,15 +32,27 @@ int db_job_state_valid(const char *s);
 /* Whether the state is final (SUCCEEDED, FAILED, CANCELLED). */
 int db_job_state_terminal(const char *s);
 
+/* What the compliance check at submit fixed for a job (jobs_check_submit). */
+struct db_job_compliance {
+    int64_t site_id;         /* sites.id; 0 = the default site */
+    char classification[16]; /* "public" .. "secret"; "" = the column default */
+    json_t *paths;           /* owned: normalized local paths (jobs.paths); NULL = {} */
+};
+
+/* Free what c owns and zero it; NULL is a no-op. */
+void db_job_compliance_cleanup(struct db_job_compliance *c);
+
 /*
  * Insert a QUEUED job and its first job_events row in the open transaction.
- * *out is the job as JSON (new reference).
+ * comp (borrowed, may be NULL for the defaults) sets the job's site,
+ * classification and checked paths. *out is the job as JSON (new reference).
  */
 enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_json,
-                      int64_t team_id, int64_t user_id, const char *actor, json_t **out,
+                      int64_t team_id, int64_t user_id, const char *actor,
+                      const struct db_job_compliance *comp, json_t **out,
                       const char *req_id) TY_WUR;
 
-/* One job with its spec, team and user names. RC_ENOTFOUND if missing. */
+/* One job with its spec, team, user and site names. RC_ENOTFOUND if missing. */
 enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id) TY_WUR;
 
 /* Team id and state of a job (for access checks); lock=1 locks the row. */

@@ -15,6 +15,7 @@ enum rc db_node_list(PGconn *c, json_t **out, const char *req_id)
         "'compute_capability', g.compute_capability, 'nvlink_peers', g.nvlink_peers) ORDER BY "
         "g.idx) FROM gpus g WHERE g.node_id = n.id), '[]'::json) AS gpus, (SELECT "
         "coalesce(sum(cardinality(a.gpu_indices)), 0) FROM allocations a WHERE a.node_id = n.id "
-        "AND a.released_at IS NULL) AS gpus_allocated FROM nodes n ORDER BY n.name",
+        "AND a.released_at IS NULL) AS gpus_allocated, (SELECT s.name FROM sites s WHERE s.id = "
+        "n.site_id) AS site FROM nodes n ORDER BY n.name",
         0, NULL, 0, out, req_id);
 }

@@ -11,7 +11,7 @@
 
 #include "err.h"
 
-/* Every node with its GPUs (array "gpus") and live GPU use, by name. */
+/* Every node with its GPUs (array "gpus"), live GPU use and site name, by name. */
 enum rc db_node_list(PGconn *c, json_t **out, const char *req_id) TY_WUR;
 
 #endif

@@ -64,8 +64,8 @@ static enum rc read_nodes(PGconn *c, struct db_sched_snapshot *s)
         "(SELECT count(*) FROM gpus g WHERE g.node_id = n.id), (SELECT "
         "coalesce(array_agg(x), '{}') FROM allocations a, unnest(a.gpu_indices) x WHERE "
         "a.node_id = n.id AND a.released_at IS NULL), (SELECT coalesce(json_agg(json_build_array("
-        "g.idx, g.nvlink_peers)), '[]') FROM gpus g WHERE g.node_id = n.id) FROM nodes n "
-        "ORDER BY n.id",
+        "g.idx, g.nvlink_peers)), '[]') FROM gpus g WHERE g.node_id = n.id), n.site_id FROM nodes "
+        "n ORDER BY n.id",
         0, NULL);
     enum rc rc = db_result_rc(r, "sched");
     int n = rc == RC_OK ? PQntuples(r) : 0;
@@ -91,6 +91,7 @@ static enum rc read_nodes(PGconn *c, struct db_sched_snapshot *s)
                                                   : SCHED_NODE_DOWN;
         nd->rack = keep(s, PQgetvalue(r, i, 3));
         nd->switch_name = keep(s, PQgetvalue(r, i, 4));
+        nd->site = col_i64(r, i, 9);
         snprintf(s->node_addr[i], sizeof(s->node_addr[i]), "%s", PQgetvalue(r, i, 5));
         nd->ngpus = ngpus > SCHED_MAX_GPUS_PER_NODE ? SCHED_MAX_GPUS_PER_NODE : (int)ngpus;
         nd->free_mask = (nd->ngpus == 64 ? ~0ULL : ((1ULL << nd->ngpus) - 1)) &
@@ -191,7 +192,8 @@ static enum rc read_queue(PGconn *c, struct db_sched_snapshot *s)
     PGresult *r = db_exec(
         c,
         "SELECT j.id, j.team_id, j.priority, j.gpus, j.gpus_per_node, (extract(epoch FROM "
-        "j.created_at) * 1000)::bigint, j.time_limit_s FROM jobs j WHERE j.state IN ('QUEUED', "
+        "j.created_at) * 1000)::bigint, j.time_limit_s, j.site_id FROM jobs j WHERE j.state IN "
+        "('QUEUED', "
         "'RESTARTING') AND NOT j.cancel_requested AND NOT EXISTS (SELECT 1 FROM allocations a "
         "WHERE a.job_id = j.id AND a.released_at IS NULL) ORDER BY j.id LIMIT 100000",
         0, NULL);
@@ -209,6 +211,7 @@ static enum rc read_queue(PGconn *c, struct db_sched_snapshot *s)
         j->gpus_per_node = (int)col_i64(r, i, 4);
         j->submit_ms = col_i64(r, i, 5);
         j->time_limit_ms = col_i64(r, i, 6) * 1000;
+        j->site = col_i64(r, i, 7);
     }
     s->queue.jobs = s->jobs;
     s->queue.njobs = (size_t)n;

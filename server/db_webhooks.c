@@ -9,8 +9,8 @@
 
 #include "db.h"
 
-const char *const webhook_events[] = {"job.failed", "job.recovered", "job.succeeded", "node.lost",
-                                      NULL};
+const char *const webhook_events[] = {"job.failed", "job.recovered",    "job.succeeded",
+                                      "node.lost",  "policy.violation", NULL};
 
 enum rc webhooks_enqueue(PGconn *c, int64_t job_id, const char *event, const char *message,
                          const char *req_id)
@@ -30,6 +30,33 @@ enum rc webhooks_enqueue(PGconn *c, int64_t job_id, const char *event, const cha
         "webhooks w ON (w.job_id = j.id OR w.team_id = j.team_id) WHERE j.id = $1 AND $2 = "
         "ANY(w.events)",
         3, p);
+}
+
+enum rc webhooks_enqueue_team(PGconn *c, int64_t team_id, const char *event, const char *message,
+                              const json_t *job, const json_t *details, const char *req_id)
+{
+    char t[24];
+    char *jj = job ? json_dumps(job, JSON_COMPACT) : NULL;
+    char *dj = details ? json_dumps(details, JSON_COMPACT) : NULL;
+    const char *p[] = {db_i64(team_id, t, sizeof(t)), event, message ? message : "", jj, dj};
+    enum rc rc;
+
+    if ((job != NULL && jj == NULL) || (details != NULL && dj == NULL)) {
+        free(jj);
+        free(dj);
+        return RC_ENOMEM;
+    }
+    rc = db_exec_ok(
+        c, req_id,
+        "INSERT INTO webhook_deliveries (webhook_id, event, payload) SELECT w.id, $2::text, "
+        "json_build_object('event', $2::text, 'message', $3::text, 'ts', to_char(now() AT TIME "
+        "ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), 'team', t.name, 'job', $4::json, "
+        "'details', $5::json)::text FROM teams t JOIN webhooks w ON w.team_id = t.id WHERE t.id "
+        "= $1 AND $2 = ANY(w.events)",
+        5, p);
+    free(jj);
+    free(dj);
+    return rc;
 }
 
 #define WEBHOOK_COLS "id, team_id, job_id, url, format, events, created_at"

@@ -24,6 +24,16 @@ extern const char *const webhook_events[];
 enum rc webhooks_enqueue(PGconn *c, int64_t job_id, const char *event, const char *message,
                          const char *req_id) TY_WUR;
 
+/*
+ * Queue event for every webhook of team_id that subscribed to it (there is
+ * no job yet: "policy.violation" of a refused submit). The generic payload
+ * is {event, message, ts, team, job, details}; job (for example {"id": null,
+ * "name": ..., "team": ...}) and details are borrowed and may be NULL. Runs
+ * in the caller's transaction.
+ */
+enum rc webhooks_enqueue_team(PGconn *c, int64_t team_id, const char *event, const char *message,
+                              const json_t *job, const json_t *details, const char *req_id) TY_WUR;
+
 /* Insert a webhook (team_id or job_id is 0). *out without the secret. */
 enum rc db_webhook_create(PGconn *c, int64_t team_id, int64_t job_id, const char *url,
                           const char *format, const char *secret, const char *events_literal,

@@ -10,12 +10,28 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "db_jobs.h"
 #include "err.h"
 #include "jobspec.h"
 #include "srv.h"
 
-/* Checks beyond the spec's shape (fills req->err). */
-enum rc jobs_check_submit(struct srv_req *req, const struct jobspec *spec) TY_WUR;
+/*
+ * Checks beyond the spec's shape, before anything is written: the
+ * data-residency policy of the spec's site (common/pathpol.h). Every dataset
+ * (a registered dataset's name, an absolute path, a file: URI or a remote URI
+ * on an allowed network), output_dir and working_dir must lie inside the
+ * site's storage roots after normalization. A registered dataset must belong
+ * to the site, and to the job's team unless it is public.
+ * On RC_OK *out (caller storage; db_job_compliance_cleanup() it on every
+ * return) holds the site, the job's classification (the highest of its
+ * registered datasets; the policy's default for plain paths or none) and the
+ * normalized local paths. A refusal returns RC_EPOLICY with req->err naming
+ * the field ("datasets[2]", "output_dir", "working_dir") after recording a
+ * "policy.violation" audit event and webhook (api_policy.h); an unknown site
+ * is RC_EINVAL ("site").
+ */
+enum rc jobs_check_submit(struct srv_req *req, const struct jobspec *spec, int64_t team_id,
+                          struct db_job_compliance *out) TY_WUR;
 
 /* Add "allocations" (node, GPU indices, ranks) of the current attempt to row. */
 enum rc jobs_decorate(struct srv_req *req, int64_t job_id, json_t *row) TY_WUR;

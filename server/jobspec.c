@@ -28,6 +28,7 @@
 #define MAX_DATASETS 64
 #define MAX_PATH 4096
 #define MAX_TEMPLATE 128
+#define MAX_SITE 64
 
 /* Flags for get_str(). */
 #define STR_NO_CTRL 1 /* refuse C0, DEL and C1 control characters */
@@ -37,7 +38,7 @@ static const char *const prio_names[] = {"low", "normal", "high"};
 
 static const char *const top_fields[] = {
     "name",         "team", "command",  "launcher",   "resources",   "priority", "max_restarts",
-    "time_limit_s", "env",  "datasets", "output_dir", "working_dir", "template",
+    "time_limit_s", "env",  "datasets", "output_dir", "working_dir", "template", "site",
 };
 static const char *const resources_fields[] = {"gpus", "gpus_per_node"};
 
@@ -553,6 +554,29 @@ static enum rc opt_str(const json_t *in, const char *name, size_t max, char **ou
     return get_str(v, name, name, 1, max, 0, out, e);
 }
 
+/* site: a slug like a team name, "default" when absent or null. */
+static enum rc parse_site(const json_t *v, struct jobspec *spec, struct err *e)
+{
+    enum rc rc;
+
+    if (v == NULL || json_is_null(v)) {
+        spec->site = strdup("default");
+        return spec->site ? RC_OK : oom(e);
+    }
+    rc = get_str(v, "site", "site", 1, MAX_SITE, STR_NO_CTRL, &spec->site, e);
+    if (rc != RC_OK)
+        return rc;
+    for (size_t i = 0; spec->site[i] != '\0'; i++) {
+        char c = spec->site[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              (i > 0 && (c == '_' || c == '-'))))
+            return bad(e, "site", v,
+                       "site must start with a lower-case letter or digit and contain only "
+                       "a-z, 0-9, '_' and '-'");
+    }
+    return RC_OK;
+}
+
 /* An optional integer field with a default. */
 static enum rc opt_int(const json_t *in, const char *name, json_int_t min, json_int_t max,
                        json_int_t *out, struct err *e)
@@ -630,6 +654,8 @@ static enum rc parse_fields(const json_t *in, struct jobspec *spec, struct err *
         rc = opt_str(in, "working_dir", MAX_PATH, &spec->working_dir, e);
     if (rc == RC_OK)
         rc = opt_str(in, "template", MAX_TEMPLATE, &spec->template, e);
+    if (rc == RC_OK)
+        rc = parse_site(json_object_get(in, "site"), spec, e);
     return rc;
 }
 
@@ -681,6 +707,7 @@ void jobspec_free(struct jobspec *spec)
     free(spec->output_dir);
     free(spec->working_dir);
     free(spec->template);
+    free(spec->site);
     free(spec);
 }
 
@@ -722,13 +749,13 @@ json_t *jobspec_to_json(const struct jobspec *spec)
         return NULL;
     }
     /* "o" steals the references, also when json_pack fails (jansson >= 2.11). */
-    return json_pack("{s:s, s:s, s:o, s:s, s:{s:I, s:o}, s:s, s:I, s:I, s:o, s:o, s:s?, s:s?, "
-                     "s:s?}",
-                     "name", spec->name, "team", spec->team, "command", command, "launcher",
-                     jobspec_launcher_str(spec->launcher), "resources", "gpus",
-                     (json_int_t)spec->gpus, "gpus_per_node", gpn, "priority",
-                     jobspec_prio_str(spec->priority), "max_restarts",
-                     (json_int_t)spec->max_restarts, "time_limit_s", (json_int_t)spec->time_limit_s,
-                     "env", env, "datasets", datasets, "output_dir", spec->output_dir,
-                     "working_dir", spec->working_dir, "template", spec->template);
+    return json_pack(
+        "{s:s, s:s, s:o, s:s, s:{s:I, s:o}, s:s, s:I, s:I, s:o, s:o, s:s?, s:s?, "
+        "s:s?, s:s}",
+        "name", spec->name, "team", spec->team, "command", command, "launcher",
+        jobspec_launcher_str(spec->launcher), "resources", "gpus", (json_int_t)spec->gpus,
+        "gpus_per_node", gpn, "priority", jobspec_prio_str(spec->priority), "max_restarts",
+        (json_int_t)spec->max_restarts, "time_limit_s", (json_int_t)spec->time_limit_s, "env", env,
+        "datasets", datasets, "output_dir", spec->output_dir, "working_dir", spec->working_dir,
+        "template", spec->template, "site", spec->site ? spec->site : "default");
 }

@@ -28,6 +28,9 @@
  *   output_dir    string 1..4096 or null
  *   working_dir   string 1..4096 or null
  *   template      string 1..128 or null
+ *   site          string 1..64, [a-z0-9][a-z0-9_-]*, or null: the data-residency
+ *                 site the job runs in (default "default"); its storage roots
+ *                 and networks bound the paths above, its nodes run the job
  * No string may contain a NUL character; all must be valid UTF-8.
  *
  * Thread-safety: reentrant; a struct jobspec is immutable after parsing and
@@ -78,6 +81,7 @@ struct jobspec {
     char *output_dir;               /* or NULL (not policy-checked) */
     char *working_dir;              /* or NULL (not policy-checked) */
     char *template;                 /* template name, or NULL */
+    char *site;                     /* site name, never NULL ("default" when not given) */
 };
 
 /*

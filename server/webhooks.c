@@ -48,6 +48,8 @@ static char *chat_text(const json_t *p)
         zh = "训练作业完成", en = "job succeeded";
     else if (strcmp(event, "node.lost") == 0)
         zh = "节点失联，作业将重启", en = "node lost, job restarting";
+    else if (strcmp(event, "policy.violation") == 0)
+        zh = "数据合规策略拒绝了作业", en = "job refused by the data-residency policy";
     snprintf(buf, sizeof(buf), "【trainyard】%s / %s\n作业 job #%s %s (team %s)\n%s", zh, en,
              str_or(json_string_value(json_object_get(job, "id")), "?"),
              str_or(json_string_value(json_object_get(job, "name")), ""),

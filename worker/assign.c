@@ -201,6 +201,38 @@ static enum rc parse_command(const json_t *cmd, struct wrk_assignment *a, struct
     return RC_OK;
 }
 
+/*
+ * An optional array of at most max absolute paths into *out (NULL-terminated,
+ * owned); absent or null leaves *out NULL, an empty array gives an empty
+ * vector.
+ */
+static enum rc parse_paths(const json_t *v, const char *field, size_t max, char ***out, size_t *n,
+                           struct err *e)
+{
+    size_t i;
+    const json_t *p;
+
+    if (v == NULL || json_is_null(v))
+        return RC_OK;
+    if (!json_is_array(v) || json_array_size(v) > max)
+        return bad(e, field, "must be an array of absolute paths");
+    *out = calloc(json_array_size(v) + 1, sizeof(char *));
+    if (*out == NULL)
+        return RC_ENOMEM;
+    json_array_foreach(v, i, p)
+    {
+        const char *s = json_string_value(p);
+        if (s == NULL || s[0] != '/' || json_string_length(p) > WRK_MAX_STR ||
+            strlen(s) != json_string_length(p))
+            return bad(e, field, "must be an array of absolute paths");
+        (*out)[i] = strdup(s);
+        if ((*out)[i] == NULL)
+            return RC_ENOMEM;
+        (*n)++;
+    }
+    return RC_OK;
+}
+
 static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct err *e)
 {
     enum rc rc;
@@ -294,6 +326,11 @@ static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct er
             return bad(e, "grace_s", "must be in 0..3600");
         a->grace_s = (int)v;
     }
+    if ((rc = parse_paths(json_object_get(obj, "allowed_roots"), "allowed_roots",
+                          WRK_MAX_SITE_ROOTS, &a->site_roots, &a->nsite_roots, e)) != RC_OK ||
+        (rc = parse_paths(json_object_get(obj, "datasets"), "datasets", WRK_MAX_DATASETS,
+                          &a->datasets, &a->ndatasets, e)) != RC_OK)
+        return rc;
     ds = json_object_get(obj, "deepspeed_config");
     if (ds != NULL && !json_is_null(ds)) {
         if (!json_is_object(ds))
@@ -356,6 +393,8 @@ void wrk_assignment_free(struct wrk_assignment *a)
     free(a->checkpoint_dir);
     free(a->resume_from);
     free(a->ds_config);
+    wrk_strv_free(a->site_roots);
+    wrk_strv_free(a->datasets);
     free(a);
 }
 

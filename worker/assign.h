@@ -27,6 +27,9 @@
 #define WRK_MAX_STR 4096 /* longest string field (paths, args, env values) */
 #define WRK_ID_MAX 64    /* longest attempt/job id */
 
+#define WRK_MAX_SITE_ROOTS 32 /* "allowed_roots" of an assignment */
+#define WRK_MAX_DATASETS 64   /* "datasets" of an assignment */
+
 enum wrk_launcher_kind {
     WRK_LAUNCH_NATIVE = 0,
     WRK_LAUNCH_TORCHRUN = 1,
@@ -62,6 +65,13 @@ struct wrk_assignment {
     int64_t time_limit_s; /* 0 = none */
     int grace_s;          /* seconds from SIGTERM to SIGKILL, default 30 */
     char *ds_config;      /* owned compact JSON of "deepspeed_config", or NULL */
+    /* Data residency: every path above and below must also lie inside one of
+     * these roots of the job's site ("allowed_roots"). NULL when the server
+     * sent none (no site limit); non-NULL but empty: nothing is allowed. */
+    char **site_roots;  /* owned, NULL-terminated absolute paths, or NULL */
+    size_t nsite_roots; /* 0..WRK_MAX_SITE_ROOTS */
+    char **datasets;    /* owned, NULL-terminated local dataset paths ("datasets"), or NULL */
+    size_t ndatasets;   /* 0..WRK_MAX_DATASETS */
 };
 
 /*

@@ -1,14 +1,16 @@
 /*
- * pathchk.h - the worker's run-time data-residency check: a directory the
- * server names (work_dir, checkpoint_dir) must resolve, with realpath(3),
- * inside one of the --allowed-root directories; it is then created (mkdir -p,
- * mode 0750) and checked again, so a symlink planted on the way cannot lead
- * out.
+ * pathchk.h - the worker's run-time data-residency check: a path the server
+ * names (work_dir, checkpoint_dir, resume_from, local datasets) must resolve,
+ * with realpath(3), inside one of the --allowed-root directories AND, when
+ * the server sent the job's site roots ("allowed_roots"), inside one of
+ * those too. Directories to be used are then created (mkdir -p, mode 0750)
+ * and checked again, so a symlink planted on the way cannot lead out.
  *
- * Written here because common/pathpol.c (pathpol_realpath_check) was not in
- * the tree yet; the rules match its header: no ".." component at all, no
- * control characters, the real path equal to or below a real root on a
- * component boundary ("/data2" is not inside "/data").
+ * The rules are common/pathpol.h's pathpol_realpath_check(): no ".."
+ * component at all, no control, invisible or look-alike characters, no
+ * '%' or '\\', symlink loops and dangling links refused, the real path equal
+ * to or below a real root on a component boundary ("/data2" is not inside
+ * "/data"); roots that do not exist on this node never match.
  *
  * Thread-safety: reentrant.
  */
@@ -20,11 +22,19 @@
 #include "err.h"
 
 /*
- * Check path against roots (borrowed); if create, mkdir -p it (0750) and
- * check the result again. On success out (out_size >= PATH_MAX is enough)
- * holds the real path. Returns RC_OK, RC_EPOLICY (outside the roots or a bad
- * path; e filled, code "policy_violation") or RC_EUNAVAIL (mkdir failed).
+ * Check path against roots and, unless site_roots is NULL, against
+ * site_roots too (an empty site list allows nothing); all borrowed. If
+ * create, mkdir -p the resolved path (0750) and check the result again. On
+ * success out (out_size >= PATH_MAX) holds the real path. Returns RC_OK,
+ * RC_EPOLICY (outside the roots or a bad path; e filled, code
+ * "policy_violation", detail the escaped path), RC_EINVAL (out too small) or
+ * RC_EUNAVAIL (mkdir failed).
  */
+enum rc wrk_path_check_site(const char *path, const char *const *roots, size_t nroots,
+                            const char *const *site_roots, size_t nsite, int create, char *out,
+                            size_t out_size, struct err *e) TY_WUR;
+
+/* wrk_path_check_site() without site roots. */
 enum rc wrk_path_check(const char *path, const char *const *roots, size_t nroots, int create,
                        char *out, size_t out_size, struct err *e) TY_WUR;
 

@@ -125,13 +125,15 @@ static void test_minimal_defaults(void **state)
     assert_null(spec->output_dir);
     assert_null(spec->working_dir);
     assert_null(spec->template);
+    assert_string_equal(spec->site, "default");
 
     j = jobspec_to_json(spec);
     want = load("{\"name\":\"resnet50 baseline\",\"team\":\"vision\","
                 "\"command\":[\"python3\",\"train.py\"],\"launcher\":\"native\","
                 "\"resources\":{\"gpus\":8,\"gpus_per_node\":null},\"priority\":\"normal\","
                 "\"max_restarts\":3,\"time_limit_s\":86400,\"env\":{},\"datasets\":[],"
-                "\"output_dir\":null,\"working_dir\":null,\"template\":null}");
+                "\"output_dir\":null,\"working_dir\":null,\"template\":null,"
+                "\"site\":\"default\"}");
     assert_true(json_equal(j, want));
     json_decref(j);
     json_decref(want);
@@ -150,7 +152,7 @@ static void test_full_spec(void **state)
         "\"env\":{\"ZETA\":\"1\",\"NCCL_DEBUG\":\"INFO\",\"_x\":\"\",\"OMP_NUM_THREADS\":\"4\"},"
         "\"datasets\":[\"imagenet\",\"/data/imagenet\",\"file:///data/x\"],"
         "\"output_dir\":\"/srv/trainyard/out\",\"working_dir\":\"/data/code\","
-        "\"template\":\"cv-resnet\"}"));
+        "\"template\":\"cv-resnet\",\"site\":\"beijing-1\"}"));
     assert_int_equal(spec->launcher, JOBSPEC_LAUNCHER_DEEPSPEED);
     assert_int_equal(spec->gpus, 16);
     assert_int_equal(spec->gpus_per_node, 8);
@@ -170,6 +172,7 @@ static void test_full_spec(void **state)
     assert_string_equal(spec->output_dir, "/srv/trainyard/out");
     assert_string_equal(spec->working_dir, "/data/code");
     assert_string_equal(spec->template, "cv-resnet");
+    assert_string_equal(spec->site, "beijing-1");
     check_round_trip(spec);
     jobspec_free(spec);
 }
@@ -374,11 +377,8 @@ static void test_string_sizes(void **state)
     static const struct {
         const char *key;
         size_t max;
-    } cases[] = {{"name", 128},
-                 {"team", 64},
-                 {"output_dir", 4096},
-                 {"working_dir", 4096},
-                 {"template", 128}};
+    } cases[] = {{"name", 128},         {"team", 64},      {"output_dir", 4096},
+                 {"working_dir", 4096}, {"template", 128}, {"site", 64}};
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -395,6 +395,7 @@ static void test_string_sizes(void **state)
     /* name: multi-byte UTF-8 counts bytes */
     expect_ok("{\"name\":\"\\u8bad\\u7ec3 ResNet\"}");
     expect_ok("{\"output_dir\":null,\"working_dir\":null,\"template\":null}");
+    expect_ok("{\"site\":null}");
 }
 
 static void test_name_and_team_content(void **state)
@@ -420,6 +421,12 @@ static void test_name_and_team_content(void **state)
     expect_bad("{\"team\":\"vi sion\"}", "team", NULL, NULL);
     expect_bad("{\"team\":\"vi.sion\"}", "team", NULL, NULL);
     expect_bad("{\"team\":\"\\u00e9quipe\"}", "team", NULL, NULL);
+    expect_ok("{\"site\":\"shanghai-2\"}");
+    expect_bad("{\"site\":\"Shanghai\"}", "site", "site must start with a lower-case letter",
+               "got \"Shanghai\"");
+    expect_bad("{\"site\":\"../x\"}", "site", NULL, NULL);
+    expect_bad("{\"site\":\"a/b\"}", "site", NULL, NULL);
+    expect_bad("{\"site\":1}", "site", "site must be a string", NULL);
 }
 
 static void test_command(void **state)
