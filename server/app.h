@@ -17,6 +17,7 @@
 struct MHD_Daemon;
 struct waiters;
 struct cache;
+struct audit_key;
 
 struct srv_app {
     const struct srv_config *cfg;  /* borrowed from main */
@@ -27,6 +28,7 @@ struct srv_app {
     struct cache *auth_cache;      /* caller identities (cache.h); owned by main */
     struct cache *page_cache;      /* job-list answers (cache.h); owned by main */
     struct MHD_Daemon *daemon;     /* owned by http.c */
+    struct audit_key *audit_key;   /* Ed25519 audit signing key (audit_sign.h); owned by main */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;

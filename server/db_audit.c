@@ -10,6 +10,7 @@
 #include <sys/time.h>
 
 #include "audit_canon.h"
+#include "audit_sign.h"
 #include "db.h"
 #include "log.h"
 #include "srv.h"
@@ -161,14 +162,76 @@ enum rc audit_list(PGconn *conn, const char *action, const char *actor, const ch
     return rc;
 }
 
-enum rc audit_verify_db(PGconn *conn, int64_t *checked, int64_t *bad_id, const char *req_id)
+/* Why checkpoint row i (id, seq, hash, key_id, signed) is not a valid
+ * checkpoint of an event whose hash is want; NULL when it is. *other_key
+ * is set when it was signed by another key (nothing checked then). */
+static const char *checkpoint_fault(const struct audit_key *key, const PGresult *res, int i,
+                                    const char *want, int *other_key)
 {
-    char prev[CRYPTO_SHA256_HEX_LEN + 1] = AUDIT_GENESIS_HASH;
-    char after[32] = "0";
-    int64_t expect = 0, n = 0;
+    const char *seq = PQgetvalue(res, i, 1), *hash = PQgetvalue(res, i, 2);
+    json_t *obj;
+    const char *why = NULL;
+
+    *other_key = 0;
+    if (strcmp(PQgetvalue(res, i, 3), audit_key_id(key)) != 0) {
+        *other_key = 1;
+        return NULL;
+    }
+    obj = json_loads(PQgetvalue(res, i, 4), 0, NULL);
+    if (obj == NULL || !audit_verify_object(key, obj))
+        why = "checkpoint signature does not verify";
+    else if (!json_is_string(json_object_get(obj, "seq")) ||
+             strcmp(json_string_value(json_object_get(obj, "seq")), seq) != 0 ||
+             !json_is_string(json_object_get(obj, "hash")) ||
+             strcmp(json_string_value(json_object_get(obj, "hash")), hash) != 0)
+        why = "checkpoint row differs from its signed object";
+    else if (want == NULL || strcmp(want, hash) != 0)
+        why = "checkpoint hash differs from the event's hash";
+    json_decref(obj);
+    return why;
+}
+
+/* The newest retention checkpoint: the chain's starting point. */
+static enum rc verify_base(PGconn *conn, const struct audit_key *key,
+                           struct audit_verify_result *out, char prev[CRYPTO_SHA256_HEX_LEN + 1],
+                           const char *req_id)
+{
+    PGresult *res = db_exec(conn,
+                            "SELECT id, seq, hash, key_id, signed FROM audit_checkpoints "
+                            "WHERE kind = 'retention' ORDER BY seq DESC, id DESC LIMIT 1",
+                            0, NULL);
+    enum rc rc = db_result_rc(res, req_id);
+    const char *why;
+    int other;
+
+    if (rc == RC_OK && PQntuples(res) == 1) {
+        if (db_parse_i64(PQgetvalue(res, 0, 1), &out->from_seq) != RC_OK) {
+            rc = RC_EINTERNAL;
+        } else {
+            snprintf(prev, CRYPTO_SHA256_HEX_LEN + 1, "%s", PQgetvalue(res, 0, 2));
+            why = checkpoint_fault(key, res, 0, PQgetvalue(res, 0, 2), &other);
+            if (other)
+                why = "the retention checkpoint was signed by another key";
+            if (why != NULL) {
+                out->reason = why;
+                out->bad_id = out->from_seq + 1;
+                out->bad_checkpoint_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+            }
+        }
+    }
+    PQclear(res);
+    return rc;
+}
+
+/* Walk the events after out->from_seq, linking from prev. */
+static enum rc verify_events(PGconn *conn, struct audit_verify_result *out,
+                             char prev[CRYPTO_SHA256_HEX_LEN + 1], const char *req_id)
+{
+    char after[32];
+    int64_t expect = out->from_seq;
     enum rc rc = RC_OK;
 
-    *bad_id = 0;
+    snprintf(after, sizeof(after), "%lld", (long long)out->from_seq);
     for (;;) {
         const char *p[] = {after};
         PGresult *res = db_exec(conn,
@@ -182,7 +245,7 @@ enum rc audit_verify_db(PGconn *conn, int64_t *checked, int64_t *bad_id, const c
             break;
         }
         rows = PQntuples(res);
-        for (int i = 0; i < rows && *bad_id == 0; i++) {
+        for (int i = 0; i < rows && out->bad_id == 0; i++) {
             int64_t id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
             char h[CRYPTO_SHA256_HEX_LEN + 1];
             json_t *details = json_loads(PQgetvalue(res, i, 7), 0, NULL);
@@ -195,20 +258,89 @@ enum rc audit_verify_db(PGconn *conn, int64_t *checked, int64_t *bad_id, const c
                                      PQgetvalue(res, i, 6),
                                      details,
                                      PQgetvalue(res, i, 8)};
-            if (details == NULL || id != expect + 1 || strcmp(f.prev_hash, prev) != 0 ||
-                audit_hash(&f, h) != RC_OK || strcmp(h, PQgetvalue(res, i, 9)) != 0)
-                *bad_id = expect + 1;
+            if (id != expect + 1) {
+                out->reason = id > expect + 1 ? "events are missing" : "events are out of order";
+                out->bad_id = expect + 1;
+            } else if (strcmp(f.prev_hash, prev) != 0) {
+                out->reason = "the event does not link to its predecessor";
+                out->bad_id = id;
+            } else if (details == NULL || audit_hash(&f, h) != RC_OK ||
+                       strcmp(h, PQgetvalue(res, i, 9)) != 0) {
+                out->reason = "the event does not match its hash";
+                out->bad_id = id;
+            }
             json_decref(details);
             expect = id;
-            snprintf(prev, sizeof(prev), "%s", PQgetvalue(res, i, 9));
-            n++;
+            snprintf(prev, CRYPTO_SHA256_HEX_LEN + 1, "%s", PQgetvalue(res, i, 9));
+            out->checked++;
         }
         if (rows > 0)
             snprintf(after, sizeof(after), "%s", PQgetvalue(res, rows - 1, 0));
         PQclear(res);
-        if (rows == 0 || *bad_id != 0)
+        if (rows == 0 || out->bad_id != 0)
             break;
     }
-    *checked = n;
+    return rc;
+}
+
+/* Every checkpoint from the base on: signed by key, vouching for its event. */
+static enum rc verify_checkpoints(PGconn *conn, const struct audit_key *key,
+                                  struct audit_verify_result *out, const char *base_hash,
+                                  const char *req_id)
+{
+    char from[32];
+    const char *p[] = {from};
+    PGresult *res;
+    enum rc rc;
+
+    snprintf(from, sizeof(from), "%lld", (long long)out->from_seq);
+    res = db_exec(conn,
+                  "SELECT c.id, c.seq, c.hash, c.key_id, c.signed, e.hash FROM audit_checkpoints c "
+                  "LEFT JOIN audit_events e ON e.id = c.seq WHERE c.seq >= $1::bigint "
+                  "ORDER BY c.id",
+                  1, p);
+    if ((rc = db_result_rc(res, req_id)) == RC_OK) {
+        for (int i = 0; i < PQntuples(res) && out->bad_checkpoint_id == 0; i++) {
+            int64_t seq = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+            const char *want = PQgetisnull(res, i, 5) ? NULL : PQgetvalue(res, i, 5);
+            const char *why;
+            int other;
+            if (seq == out->from_seq)
+                want = base_hash;
+            why = checkpoint_fault(key, res, i, want, &other);
+            if (other)
+                continue;
+            out->checkpoints++;
+            if (why != NULL) {
+                out->bad_checkpoint_id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+                if (out->reason[0] == '\0')
+                    out->reason = why;
+            }
+        }
+    }
+    PQclear(res);
+    return rc;
+}
+
+enum rc audit_verify_db(PGconn *conn, const struct audit_key *key, struct audit_verify_result *out,
+                        const char *req_id)
+{
+    char prev[CRYPTO_SHA256_HEX_LEN + 1] = AUDIT_GENESIS_HASH;
+    char base_hash[CRYPTO_SHA256_HEX_LEN + 1];
+    enum rc rc;
+
+    memset(out, 0, sizeof(*out));
+    out->reason = "";
+    /* One snapshot: retention may remove events while this reads. */
+    rc = db_exec_ok(conn, req_id, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
+    if (rc != RC_OK)
+        return rc;
+    rc = verify_base(conn, key, out, prev, req_id);
+    snprintf(base_hash, sizeof(base_hash), "%s", prev);
+    if (rc == RC_OK && out->bad_id == 0)
+        rc = verify_events(conn, out, prev, req_id);
+    if (rc == RC_OK)
+        rc = verify_checkpoints(conn, key, out, base_hash, req_id);
+    db_rollback(conn); /* read only: nothing to keep */
     return rc;
 }

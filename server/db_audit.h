@@ -51,11 +51,28 @@ enum rc audit_list(PGconn *conn, const char *action, const char *actor, const ch
                    const char *since, const char *until, const char *before_id, int limit,
                    json_t **out, const char *req_id) TY_WUR;
 
+struct audit_key;
+
+struct audit_verify_result {
+    int64_t checked;           /* events recomputed */
+    int64_t bad_id;            /* first bad event id; 0 when all verify */
+    int64_t from_seq;          /* the chain was checked from after this event: the newest
+                                  retention checkpoint's seq, 0 for genesis */
+    int64_t checkpoints;       /* checkpoints whose signature and hash were checked */
+    int64_t bad_checkpoint_id; /* first audit_checkpoints.id that failed; 0 when none */
+    const char *reason;        /* static text of the first failure; "" when valid */
+};
+
 /*
- * Recompute the whole chain from the database and check every link.
- * *bad_id receives the first bad event id (0 when all verify). For tests
- * and the admin "verify" endpoint; reads in pages.
+ * Recompute the chain from the database and check every link, in one
+ * REPEATABLE READ snapshot (conn must be idle; the transaction ends before
+ * return). The chain starts from the newest retention checkpoint (its seq
+ * and hash), whose signature must verify with key, or from genesis. Then
+ * every checkpoint from there on must carry key's valid signature (those of
+ * another key id are not counted) and the hash of its event. For tests and
+ * the "verify" endpoint; reads in pages.
  */
-enum rc audit_verify_db(PGconn *conn, int64_t *checked, int64_t *bad_id, const char *req_id) TY_WUR;
+enum rc audit_verify_db(PGconn *conn, const struct audit_key *key, struct audit_verify_result *out,
+                        const char *req_id) TY_WUR;
 
 #endif

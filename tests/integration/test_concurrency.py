@@ -1,4 +1,4 @@
-"""32 clients submit jobs at once; afterwards every acknowledged job exists,
+"""50 clients submit jobs at once; afterwards every acknowledged job exists,
 and the audit chain verifies, recomputed here independently of the server."""
 import os
 import sys
@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 from harness import ServerTest  # noqa: E402
 
-CLIENTS = 32
+CLIENTS = 50
 JOBS_EACH = 4
 
 
