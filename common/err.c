@@ -39,6 +39,8 @@ const char *rc_str(enum rc rc)
         return "method not allowed";
     case RC_EMEDIATYPE:
         return "unsupported media type";
+    case RC_EGONE:
+        return "gone";
     }
     return "unknown error";
 }
@@ -76,6 +78,8 @@ const char *rc_api_code(enum rc rc)
         return "method_not_allowed";
     case RC_EMEDIATYPE:
         return "unsupported_media_type";
+    case RC_EGONE:
+        return "gone";
     }
     return "internal";
 }

@@ -15,20 +15,21 @@
 
 enum rc {
     RC_OK = 0,
-    RC_EINVAL = 1,     /* the input is malformed or out of range */
-    RC_ENOMEM = 2,     /* an allocation failed */
-    RC_ENOTFOUND = 3,  /* the named thing does not exist (or is not visible) */
-    RC_ECONFLICT = 4,  /* the thing exists already or is in the wrong state */
-    RC_EUNAVAIL = 5,   /* a dependency (database, peer) cannot be reached */
-    RC_EINTERNAL = 6,  /* a bug or an unexpected condition */
-    RC_EAUTH = 7,      /* no valid credentials were given */
-    RC_EPERM = 8,      /* credentials are valid but not allowed to do this */
-    RC_ETOOBIG = 9,    /* a body, field or request exceeds a limit */
-    RC_ERATE = 10,     /* too many attempts; try later */
-    RC_ERETRY = 11,    /* a serialization failure: the caller should retry */
-    RC_EPOLICY = 12,   /* refused by a compliance policy */
-    RC_EMETHOD = 13,   /* the route exists but not with this method */
-    RC_EMEDIATYPE = 14 /* the body has the wrong content type */
+    RC_EINVAL = 1,      /* the input is malformed or out of range */
+    RC_ENOMEM = 2,      /* an allocation failed */
+    RC_ENOTFOUND = 3,   /* the named thing does not exist (or is not visible) */
+    RC_ECONFLICT = 4,   /* the thing exists already or is in the wrong state */
+    RC_EUNAVAIL = 5,    /* a dependency (database, peer) cannot be reached */
+    RC_EINTERNAL = 6,   /* a bug or an unexpected condition */
+    RC_EAUTH = 7,       /* no valid credentials were given */
+    RC_EPERM = 8,       /* credentials are valid but not allowed to do this */
+    RC_ETOOBIG = 9,     /* a body, field or request exceeds a limit */
+    RC_ERATE = 10,      /* too many attempts; try later */
+    RC_ERETRY = 11,     /* a serialization failure: the caller should retry */
+    RC_EPOLICY = 12,    /* refused by a compliance policy */
+    RC_EMETHOD = 13,    /* the route exists but not with this method */
+    RC_EMEDIATYPE = 14, /* the body has the wrong content type */
+    RC_EGONE = 15       /* the thing existed but is used up or expired (one-time links) */
 };
 
 #if defined(__GNUC__)

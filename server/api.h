@@ -3,10 +3,13 @@
  *   api_auth.c   login, logout, me, API tokens
  *   api_admin.c  users, teams, memberships
  *   api_jobs.c   jobs
- *   api_misc.c   health, readiness, nodes, audit reads
+ *   api_misc.c   health, readiness, nodes
+ *   api_audit.c  audit events, verification, key, checkpoints, retention, export
  *   api_agent.c  the worker protocol, join tokens, drain/undrain
  *   api_logs.c   logs (paged and SSE), metrics, checkpoints
  *   api_webhooks.c webhooks
+ *   api_policy.c sites, the compliance policy, datasets
+ *   api_exports.c  job outputs and their approved export
  * Each is a srv_handler_fn (see srv.h); routes.c maps paths to them.
  */
 #ifndef TY_SERVER_API_H
@@ -66,7 +69,35 @@ enum rc api_webhook_create(struct srv_req *req);
 enum rc api_webhook_list(struct srv_req *req);
 enum rc api_webhook_delete(struct srv_req *req);
 enum rc api_webhook_deliveries(struct srv_req *req);
+
+/* api_audit.c */
+/* api_policy.c */
+enum rc api_site_list(struct srv_req *req);
+enum rc api_site_create(struct srv_req *req);
+enum rc api_site_get(struct srv_req *req);
+enum rc api_site_update(struct srv_req *req);
+enum rc api_site_delete(struct srv_req *req);
+enum rc api_policy_get(struct srv_req *req);
+enum rc api_policy_update(struct srv_req *req);
+enum rc api_dataset_list(struct srv_req *req);
+enum rc api_dataset_create(struct srv_req *req);
+enum rc api_dataset_get(struct srv_req *req);
+enum rc api_dataset_delete(struct srv_req *req);
+
 enum rc api_audit_events(struct srv_req *req);
 enum rc api_audit_verify(struct srv_req *req);
+enum rc api_audit_public_key(struct srv_req *req);
+enum rc api_audit_checkpoints(struct srv_req *req);
+enum rc api_audit_export(struct srv_req *req);
+enum rc api_audit_retention(struct srv_req *req);
+
+/* api_exports.c (docs/exports.md) */
+enum rc api_job_outputs(struct srv_req *req);
+enum rc api_export_create(struct srv_req *req);
+enum rc api_export_list(struct srv_req *req);
+enum rc api_export_get(struct srv_req *req);
+enum rc api_export_approve(struct srv_req *req);
+enum rc api_export_deny(struct srv_req *req);
+enum rc api_export_download(struct srv_req *req);
 
 #endif

@@ -65,6 +65,9 @@ static const struct opt opts[] = {
     I(cache_ttl_ms, 0, 60000, "how long identities and job lists may be served from memory"),
     I(rendezvous_port_min, 1024, 65535, "lowest MASTER_PORT handed to a job"),
     I(rendezvous_port_max, 1024, 65535, "highest MASTER_PORT handed to a job"),
+    S(audit_key_path, "audit signing key (default <data_dir>/audit-signing.pem)"),
+    I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
+    I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -89,6 +92,8 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->cache_ttl_ms = 1000;
     cfg->rendezvous_port_min = 20000;
     cfg->rendezvous_port_max = 31999;
+    cfg->audit_checkpoint_interval_s = 3600;
+    cfg->export_link_ttl_s = 86400;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)
@@ -270,6 +275,10 @@ enum rc srv_config_load(struct srv_config *cfg, int argc, char **argv, struct er
     if (cfg->rendezvous_port_max < cfg->rendezvous_port_min)
         return err_set(e, RC_EINVAL, "rendezvous_port_max",
                        "rendezvous_port_max must not be below rendezvous_port_min");
+    if (cfg->audit_key_path[0] == '\0' &&
+        (size_t)snprintf(cfg->audit_key_path, sizeof(cfg->audit_key_path), "%s/audit-signing.pem",
+                         cfg->data_dir) >= sizeof(cfg->audit_key_path))
+        return err_set(e, RC_EINVAL, "data_dir", "data_dir is too long for the audit key path");
     if (cfg->database_url[0] == '\0')
         return err_set(e, RC_EINVAL, "database_url",
                        "no database: set --database-url or TRAINYARD_DATABASE_URL");

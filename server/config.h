@@ -39,6 +39,9 @@ struct srv_config {
     int cache_ttl_ms;               /* identity and job-list cache lifetime; 0 = off */
     int rendezvous_port_min;        /* MASTER_PORT range, inclusive */
     int rendezvous_port_max;
+    char audit_key_path[SRV_CFG_STR]; /* Ed25519 audit signing key (default in data_dir) */
+    int audit_checkpoint_interval_s;  /* seconds between signed checkpoints of the audit chain */
+    int export_link_ttl_s;            /* lifetime of a one-time export download link */
 };
 
 /* Fill cfg with the defaults. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "outputs.h"
 
 /* A JSON value as compact text (malloc'ed) or NULL. */
 static char *dump(const json_t *j)
@@ -64,9 +65,10 @@ enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const ch
 }
 
 enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const char *addr,
-                         char *old_state, char *new_state, size_t state_size, const char *req_id)
+                         int64_t site_id, char *old_state, char *new_state, size_t state_size,
+                         const char *req_id)
 {
-    char id[24], cpus[24], mem[24];
+    char id[24], cpus[24], mem[24], site[24];
     const json_t *gpus = json_object_get(body, "gpus"), *g;
     char *labels = dump(json_object_get(body, "labels"));
     const char *host = json_string_value(json_object_get(body, "hostname"));
@@ -79,14 +81,21 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
     db_i64(json_integer_value(json_object_get(body, "cpus")), cpus, sizeof(cpus));
     db_i64(json_integer_value(json_object_get(body, "memory_mb")), mem, sizeof(mem));
     {
-        const char *p[] = {id, host ? host : "", addr, labels, cpus, mem, ver ? ver : ""};
+        const char *p[] = {id,
+                           host ? host : "",
+                           addr,
+                           labels,
+                           cpus,
+                           mem,
+                           ver ? ver : "",
+                           site_id > 0 ? db_i64(site_id, site, sizeof(site)) : NULL};
         r = db_exec(c,
                     "UPDATE nodes n SET hostname = $2, addr = $3, labels = coalesce($4::jsonb, "
                     "n.labels), cpus = $5, memory_mb = $6, version = $7, last_seen_at = now(), "
-                    "generation = n.generation + 1, "
+                    "generation = n.generation + 1, site_id = coalesce($8::bigint, n.site_id), "
                     "state = CASE WHEN n.admin_drained THEN 'draining' ELSE 'ready' END "
                     "FROM nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state, n.state",
-                    7, p);
+                    8, p);
     }
     free(labels);
     rc = db_result_rc(r, req_id);
@@ -269,22 +278,32 @@ enum rc db_attempts_lost_on_node(PGconn *c, int64_t node_id, const json_t *runni
 }
 
 /* One assignment of the protocol from a joined allocation row. */
-static json_t *assignment_json(PGresult *r, int i, const char *storage_root)
+static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
 {
     json_t *spec = json_loads(PQgetvalue(r, i, 3), 0, NULL);
     json_t *gpus = json_loads(PQgetvalue(r, i, 7), 0, NULL);
     json_t *a = NULL, *ranks = json_array();
+    /* The site's roots and the paths the submit check normalized (jobs.paths;
+     * '{}' for jobs from before sites: then the spec's own). */
+    json_t *site_roots = json_loads(PQgetvalue(r, i, 15), 0, NULL);
+    json_t *paths = json_loads(PQgetvalue(r, i, 16), 0, NULL);
+    const char *storage_root = outputs_base(site_roots, storage_root_cfg);
     const char *job = PQgetvalue(r, i, 1);
-    const char *wd = json_string_value(json_object_get(spec, "working_dir"));
-    const char *od = json_string_value(json_object_get(spec, "output_dir"));
-    char work_dir[4200], ckpt[4200];
+    const char *wd = json_string_value(json_object_get(paths, "working_dir"));
+    const char *od = json_string_value(json_object_get(paths, "output_dir"));
+    char work_dir[4200], ckpt[4200], out_dir[4200];
     int rank_start = (int)strtol(PQgetvalue(r, i, 8), NULL, 10);
     int nranks = (int)json_array_size(gpus);
     size_t k;
     json_t *g;
 
-    if (spec == NULL || gpus == NULL || ranks == NULL)
+    if (spec == NULL || gpus == NULL || ranks == NULL || !json_is_array(site_roots) ||
+        !json_is_object(paths))
         goto out;
+    if (wd == NULL && json_object_get(paths, "datasets") == NULL)
+        wd = json_string_value(json_object_get(spec, "working_dir"));
+    if (od == NULL && json_object_get(paths, "datasets") == NULL)
+        od = json_string_value(json_object_get(spec, "output_dir"));
     /* One rank per GPU; each rank sees exactly its own GPU. */
     json_array_foreach(gpus, k, g)
     {
@@ -295,10 +314,10 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root)
         snprintf(work_dir, sizeof(work_dir), "%s", wd);
     else
         snprintf(work_dir, sizeof(work_dir), "%s/jobs/%s", storage_root, job);
-    if (od != NULL)
-        snprintf(ckpt, sizeof(ckpt), "%s/checkpoints", od);
-    else
-        snprintf(ckpt, sizeof(ckpt), "%s/jobs/%s/checkpoints", storage_root, job);
+    /* Checkpoints go below the outputs (outputs.h), which exports read. */
+    if (outputs_dir(od, storage_root, job, out_dir, sizeof(out_dir)) != RC_OK)
+        goto out;
+    snprintf(ckpt, sizeof(ckpt), "%s/checkpoints", out_dir);
     a = json_pack("{s:s,s:s,s:i,s:O,s:O,s:O,s:i,s:i,s:i,s:i,s:s,s:i,s:O,s:s,s:s,s:s,s:I,s:i,"
                   "s:{}}",
                   "attempt_id", PQgetvalue(r, i, 0), "job_id", job, "attempt",
@@ -312,7 +331,33 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root)
                   (int)strtol(PQgetvalue(r, i, 10), NULL, 10), "ranks", ranks, "work_dir", work_dir,
                   "checkpoint_dir", ckpt, "resume_from", PQgetvalue(r, i, 11), "time_limit_s",
                   (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL, 10), "grace_s", 30, "nccl_env");
+    /* The site's networks: all that ranks of a multi-node attempt may reach
+     * under the worker's --isolate-network. */
+    if (a != NULL) {
+        json_t *nets = json_loads(PQgetvalue(r, i, 14), 0, NULL);
+        if (json_object_set_new(a, "allowed_networks", json_is_array(nets) ? nets : json_array()) !=
+            0) {
+            json_decref(a);
+            a = NULL;
+        }
+        if (!json_is_array(nets))
+            json_decref(nets);
+    }
+    /* The worker checks every path again with realpath, inside its own
+     * --allowed-root dirs and inside these roots of the job's site; the
+     * datasets are the local paths the submit check accepted. */
+    if (a != NULL) {
+        json_t *ds = json_object_get(paths, "datasets");
+        if (json_object_set(a, "allowed_roots", site_roots) != 0 ||
+            json_object_set_new(a, "datasets",
+                                json_is_array(ds) ? json_incref(ds) : json_array()) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
 out:
+    json_decref(site_roots);
+    json_decref(paths);
     json_decref(spec);
     json_decref(gpus);
     json_decref(ranks);
@@ -368,7 +413,9 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
                 "RETURNING a.attempt_id, a.job_id, t.attempt, j.spec, a.node_rank, (SELECT "
                 "count(*) FROM allocations x WHERE x.attempt_id = a.attempt_id), j.gpus, "
                 "array_to_json(a.gpu_indices), a.rank_start, t.master_addr, t.master_port, "
-                "t.resume_from, j.time_limit_s, j.state",
+                "t.resume_from, j.time_limit_s, j.state, (SELECT array_to_json(s.networks) FROM "
+                "sites s WHERE s.id = j.site_id), (SELECT array_to_json(s.storage_roots) FROM "
+                "sites s WHERE s.id = j.site_id), j.paths",
                 2, p);
     rc = db_result_rc(r, req_id);
     for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {

@@ -78,6 +78,8 @@ int srv_http_status(enum rc rc)
         return 413;
     case RC_EMEDIATYPE:
         return 415;
+    case RC_EGONE:
+        return 410;
     case RC_ERATE:
         return 429;
     case RC_EUNAVAIL:
@@ -228,6 +230,9 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     struct srv_req *req = cls;
     long n = req->stream_fn(req->stream_cls, pos, buf, max);
 
+    /* -2: a failure mid-stream; the client sees a cut-off body, not an end. */
+    if (n == -2)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
     return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;
 }
 
@@ -243,6 +248,11 @@ static enum MHD_Result send_stream(struct srv_req *req)
     MHD_add_response_header(r, "Content-Type", req->resp_ctype);
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    if (req->resp_filename[0] != '\0') {
+        char disp[160];
+        snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", req->resp_filename);
+        MHD_add_response_header(r, "Content-Disposition", disp);
+    }
     req->status = 200;
     ret = MHD_queue_response(req->conn, 200, r);
     MHD_destroy_response(r);
@@ -268,12 +278,60 @@ void srv_stream_wait(struct srv_req *req, int64_t key, int64_t deadline_ms)
     waiters_add(req->app->waiters, req, key);
 }
 
+enum rc srv_reply_file(struct srv_req *req, int fd, uint64_t size, const char *filename)
+{
+    size_t n = 0;
+
+    if (req->resp_fd_set)
+        close(req->resp_fd);
+    req->resp_fd = fd;
+    req->resp_fd_set = 1;
+    req->resp_fd_size = size;
+    for (const char *p = filename; p != NULL && *p != '\0' && n + 1 < sizeof(req->resp_filename);
+         p++, n++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        req->resp_filename[n] = ok ? c : '_';
+    }
+    req->resp_filename[n] = '\0';
+    if (n == 0 || req->resp_filename[0] == '.')
+        snprintf(req->resp_filename, sizeof(req->resp_filename), "download");
+    req->status = 200;
+    return RC_OK;
+}
+
+/* A file answer with the same fd-backed response as the static files. */
+static enum MHD_Result send_file(struct srv_req *req)
+{
+    char disp[160];
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+
+    r = MHD_create_response_from_fd(req->resp_fd_size, req->resp_fd);
+    if (r == NULL)
+        return MHD_NO; /* on_completed closes the fd */
+    /* libmicrohttpd owns the fd now and closes it with the response. */
+    req->resp_fd_set = 0;
+    snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", req->resp_filename);
+    add_common_headers(r, req);
+    MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+    MHD_add_response_header(r, "Content-Disposition", disp);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    req->status = 200;
+    ret = MHD_queue_response(req->conn, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 static enum MHD_Result send_result(struct srv_req *req, enum rc rc)
 {
     if (rc != RC_OK)
         return send_error(req, rc);
     if (req->stream_fn != NULL)
         return send_stream(req);
+    if (req->resp_fd_set)
+        return send_file(req);
     if (req->resp_raw != NULL) {
         char *raw = req->resp_raw;
         req->resp_raw = NULL;
@@ -590,6 +648,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         req->poll_state_free(req->poll_state);
     if (req->stream_free != NULL)
         req->stream_free(req->stream_cls);
+    if (req->resp_fd_set)
+        close(req->resp_fd);
     json_decref(req->body);
     json_decref(req->resp);
     free(req->resp_raw);

@@ -13,10 +13,12 @@
 #include <string.h>
 
 #include "app.h"
+#include "audit_keeper.h"
 #include "cache.h"
 #include "crypto.h"
 #include "db.h"
 #include "db_audit.h"
+#include "db_policy.h"
 #include "db_users.h"
 #include "http.h"
 #include "log.h"
@@ -104,6 +106,7 @@ int main(int argc, char **argv)
     struct sched_loop *sched = NULL;
     struct monitor *monitor = NULL;
     struct webhooks *hooks = NULL;
+    struct audit_keeper *keeper = NULL;
     enum rc rc;
 
     err_init(&e);
@@ -147,6 +150,15 @@ int main(int argc, char **argv)
         status = create_admin(&app, cfg.create_admin);
         goto out;
     }
+    /* Set-ups from before sites: the default site gets storage_root. */
+    if ((rc = db_policy_startup(app.db, cfg.storage_root)) != RC_OK) {
+        LOG_ERROR("main", "cannot prepare the default site", "rc=%s", rc_str(rc));
+        goto out;
+    }
+    /* Without a usable signing key the audit trail cannot be exported or
+     * checkpointed: refuse to start rather than run unsigned. */
+    if (audit_keeper_load_key(&cfg, &app.audit_key) != RC_OK)
+        goto out;
     app.login_limit = ratelimit_new(cfg.login_max_failures, cfg.login_window_s);
     app.addr_limit = ratelimit_new(cfg.login_max_failures * 5, cfg.login_window_s);
     app.waiters = waiters_new(&app);
@@ -158,7 +170,7 @@ int main(int argc, char **argv)
     if (http_start(&app) != RC_OK)
         goto out;
     if (sched_loop_start(&app, &sched) != RC_OK || monitor_start(&app, &monitor) != RC_OK ||
-        webhooks_start(&app, &hooks) != RC_OK)
+        webhooks_start(&app, &hooks) != RC_OK || audit_keeper_start(&app, &keeper) != RC_OK)
         goto out;
     LOG_INFO("main", "trainyard-server ready", "port=%d schema=%d", http_port(&app),
              db_schema_version_known());
@@ -170,6 +182,7 @@ out:
     sched_loop_stop(sched);
     monitor_stop(monitor);
     webhooks_stop(hooks);
+    audit_keeper_stop(keeper);
     if (app.waiters != NULL)
         waiters_stop(app.waiters);
     http_stop(&app, 10000);
@@ -179,6 +192,7 @@ out:
     cache_free(app.page_cache);
     ratelimit_free(app.addr_limit);
     db_free(app.db);
+    audit_key_free(app.audit_key);
     pthread_mutex_destroy(&app.wake_lock);
     pthread_cond_destroy(&app.wake_cond);
     curl_global_cleanup();

@@ -81,6 +81,11 @@ struct srv_req {
     long (*stream_fn)(void *cls, uint64_t pos, char *buf, size_t max);
     void *stream_cls;
     void (*stream_free)(void *cls);
+    /* A file answer: see srv_reply_file. */
+    int resp_fd_set;        /* 1 while resp_fd is owned and not yet sent */
+    int resp_fd;            /* owned while resp_fd_set */
+    uint64_t resp_fd_size;  /* bytes to send */
+    char resp_filename[96]; /* Content-Disposition file name, sanitized */
 };
 
 /* A route handler. Returns RC_OK after setting status/resp, or an error rc
@@ -117,12 +122,23 @@ void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
 /*
  * Answer with a stream of unknown length (Server-Sent Events). fn is called
  * on a pool thread whenever the connection can take more: it returns the
- * bytes written to buf, 0 after parking itself with srv_stream_wait(), or
- * -1 to end the stream. cls is freed with free_fn when the request ends.
+ * bytes written to buf, 0 after parking itself with srv_stream_wait(), -1
+ * to end the stream, or -2 to abort it (the connection is cut, so the client
+ * cannot take a partial body for a whole one). cls is freed with free_fn
+ * when the request ends, whether the client read it all or went away. Set
+ * req->resp_filename first to send it as an attachment of that name.
  */
 enum rc srv_reply_stream(struct srv_req *req, const char *ctype,
                          long (*fn)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,
                          void (*free_fn)(void *cls));
+
+/*
+ * Answer 200 with the file open on fd (taken: closed when the answer is sent
+ * or the request ends), size bytes from its start, as an attachment named
+ * filename (borrowed; reduced to [A-Za-z0-9._-], others become '_').
+ * Returns RC_OK.
+ */
+enum rc srv_reply_file(struct srv_req *req, int fd, uint64_t size, const char *filename);
 
 /* From inside a stream callback: suspend until waiters_notify(key) or
  * deadline_ms (monotonic), then the callback runs again. */

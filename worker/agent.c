@@ -34,6 +34,7 @@
 #include "http.h"
 #include "launcher.h"
 #include "log.h"
+#include "netns.h"
 #include "pathchk.h"
 #include "shipper.h"
 #include "state.h"
@@ -51,6 +52,7 @@ struct qitem {
     char attempt_id[WRK_ID_MAX + 1];
     int is_cancel;
     char reason[256]; /* refusal */
+    json_t *networks; /* owned; the assignment's "allowed_networks", or NULL */
 };
 
 struct agent {
@@ -73,6 +75,7 @@ struct agent {
     int hb_ms;
     int draining;
     uint64_t saved_gen;
+    uint64_t swept_gen; /* launcher generation of the last isolate_sweep() */
     pthread_t poll_thr;
     int poll_started;
     atomic_int poll_stop;
@@ -233,7 +236,9 @@ static int do_join(struct agent *a)
                          &resp) != RC_OK)
         goto out;
     if (status != 200 && status != 201) {
-        LOG_ERROR("agent", "join refused", "status=%ld", status);
+        const char *m =
+            json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
+        LOG_ERROR("agent", "join refused", "status=%ld error=\"%.200s\"", status, m ? m : "");
         ret = status >= 500 ? -1 : 0;
         goto out;
     }
@@ -358,13 +363,21 @@ static int do_register(struct agent *a, struct wrk_state *st)
                      wrk_gpus_count(a->gpus), a->hb_ms);
             return 0;
         }
+        if (rc == RC_OK && status == 400) {
+            /* for example a "site" label naming no site: an admin must act */
+            const char *m =
+                json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
+            LOG_ERROR("agent", "register refused, retrying", "status=%ld error=\"%.200s\"", status,
+                      m ? m : "");
+        }
         json_decref(resp);
         if (rc == RC_OK && (status == 401 || status == 403)) {
             LOG_ERROR("agent", "register refused: the node credential is not valid", "status=%ld",
                       status);
             return -2;
         }
-        LOG_WARN("agent", "register failed, retrying", "status=%ld", status);
+        if (!(rc == RC_OK && status == 400))
+            LOG_WARN("agent", "register failed, retrying", "status=%ld", status);
         for (int t = 0; t < backoff; t += 100) {
             if (stopping(a))
                 return -1;
@@ -441,6 +454,7 @@ static void handle_assignments(struct agent *a, const json_t *resp)
         rc = wrk_assignment_parse(json_array_get(arr, i), &as, &bad_id, &e);
         if (rc == RC_OK) {
             q->a = as;
+            q->networks = json_incref(json_object_get(json_array_get(arr, i), "allowed_networks"));
             snprintf(q->attempt_id, sizeof(q->attempt_id), "%s", as->attempt_id);
         } else if (bad_id != NULL) {
             LOG_WARN("agent", "invalid assignment", "attempt_id=%s error=\"%s\"", bad_id,
@@ -581,9 +595,161 @@ static void save_state(struct agent *a)
     wrk_state_free(st);
 }
 
-static void launch(struct agent *a, struct wrk_assignment *as)
+/*
+ * The data-residency check on this node, before anything starts: work_dir
+ * and checkpoint_dir (created), resume_from and every local dataset must
+ * resolve, symlinks followed, inside this worker's --allowed-root dirs and
+ * the job's site roots. On refusal reason says which path and why
+ * ("policy violation: ..."; the server records it as such).
+ */
+static enum rc check_paths(struct agent *a, const struct wrk_assignment *as, char *work, char *ckpt,
+                           char *reason, size_t reason_size)
+{
+    const char *const *site = (const char *const *)as->site_roots;
+    char tmp[PATH_MAX], dsfield[32];
+    const char *field = "work_dir";
+    struct err e;
+    enum rc rc;
+
+    err_init(&e);
+    rc = wrk_path_check_site(as->work_dir, a->roots, a->nroots, site, as->nsite_roots, 1, work,
+                             PATH_MAX, &e);
+    if (rc == RC_OK) {
+        field = "checkpoint_dir";
+        rc = wrk_path_check_site(as->checkpoint_dir, a->roots, a->nroots, site, as->nsite_roots, 1,
+                                 ckpt, PATH_MAX, &e);
+    }
+    if (rc == RC_OK && as->resume_from[0] != '\0') {
+        field = "resume_from";
+        rc = wrk_path_check_site(as->resume_from, a->roots, a->nroots, site, as->nsite_roots, 0,
+                                 tmp, sizeof(tmp), &e);
+    }
+    for (size_t i = 0; rc == RC_OK && i < as->ndatasets; i++) {
+        snprintf(dsfield, sizeof(dsfield), "datasets[%zu]", i);
+        field = dsfield;
+        rc = wrk_path_check_site(as->datasets[i], a->roots, a->nroots, site, as->nsite_roots, 0,
+                                 tmp, sizeof(tmp), &e);
+    }
+    if (rc == RC_OK)
+        return RC_OK;
+    if (rc == RC_EPOLICY)
+        snprintf(reason, reason_size, "policy violation: %s: %s%s%s", field, e.message,
+                 e.detail[0] ? " " : "", e.detail);
+    else
+        snprintf(reason, reason_size, "cannot prepare %s: %s", field, e.message);
+    return rc;
+}
+
+/* ---- --isolate-network (netns.h) ---- */
+
+/* Give every rank key=val unless the job's env sets key. */
+static enum rc env_default(struct wrk_assignment *as, const char *key, const char *val)
+{
+    for (size_t i = 0; i < as->nenv; i++)
+        if (strcmp(as->env_keys[i], key) == 0)
+            return RC_OK;
+    if (as->nenv >= WRK_MAX_ENV)
+        return RC_OK; /* a full table is the job's own choice of variables */
+    as->env_keys[as->nenv] = strdup(key);
+    as->env_vals[as->nenv] = strdup(val);
+    if (as->env_keys[as->nenv] == NULL || as->env_vals[as->nenv] == NULL) {
+        free(as->env_keys[as->nenv]);
+        free(as->env_vals[as->nenv]);
+        as->env_keys[as->nenv] = as->env_vals[as->nenv] = NULL;
+        return RC_ENOMEM;
+    }
+    as->nenv++;
+    return RC_OK;
+}
+
+/*
+ * Fit the assignment to its namespace before the plan is built. The node's
+ * own address does not exist inside: ranks of the rank-0 node meet at the
+ * namespace's loopback (the store listens on every address, so ranks of
+ * other nodes still come in through the DNAT of node address:MASTER_PORT).
+ * gloo and NCCL are told the namespace's interface, as their guess from the
+ * host name would name an address the namespace lacks.
+ */
+static enum rc isolate_prepare(const char *owner, struct wrk_assignment *as)
+{
+    char ifname[32];
+    enum rc rc;
+
+    if (as->node_rank == 0) {
+        char *m = strdup("127.0.0.1");
+        if (m == NULL)
+            return RC_ENOMEM;
+        free(as->master_addr);
+        as->master_addr = m;
+    }
+    if (as->nnodes > 1)
+        wrk_netns_ifname(owner, as->attempt_id, ifname, sizeof(ifname));
+    else
+        snprintf(ifname, sizeof(ifname), "lo");
+    if ((rc = env_default(as, "GLOO_SOCKET_IFNAME", ifname)) != RC_OK)
+        return rc;
+    return env_default(as, "NCCL_SOCKET_IFNAME", ifname);
+}
+
+/* Create the attempt's namespace; ns_path receives where the ranks go. */
+static enum rc isolate_setup(const char *owner, const struct wrk_assignment *as, const char *master,
+                             const json_t *networks, char *ns_path, size_t ns_size, struct err *e)
+{
+    const char *cidrs[WRK_NETNS_MAX_CIDRS];
+    struct wrk_netns_spec s;
+    size_t n = 0, i;
+    json_t *v;
+    enum rc rc;
+
+    json_array_foreach(networks, i, v)
+    {
+        if (json_is_string(v) && n < WRK_NETNS_MAX_CIDRS)
+            cidrs[n++] = json_string_value(v);
+    }
+    memset(&s, 0, sizeof(s));
+    s.owner = owner;
+    s.attempt_id = as->attempt_id;
+    s.nnodes = as->nnodes;
+    s.node_rank = as->node_rank;
+    s.master_addr = master;
+    s.master_port = as->master_port;
+    s.cidrs = cidrs;
+    s.ncidrs = n;
+    rc = wrk_netns_setup(&s, e);
+    if (rc == RC_OK)
+        wrk_netns_path(s.owner, as->attempt_id, ns_path, ns_size);
+    return rc;
+}
+
+/* Remove the namespaces of attempts that are no longer running here. */
+static void isolate_sweep(struct agent *a)
+{
+    json_t *running = a->launcher != NULL ? wrk_launcher_running_json(a->launcher) : json_array();
+    const char **keep = NULL;
+    size_t n = 0, i;
+    json_t *v;
+
+    if (running == NULL)
+        return; /* out of memory: the next change sweeps */
+    keep = calloc(json_array_size(running) + 1, sizeof(*keep));
+    if (keep != NULL) {
+        json_array_foreach(running, i, v)
+        {
+            const char *id = json_string_value(json_object_get(v, "attempt_id"));
+            if (id != NULL)
+                keep[n++] = id;
+        }
+        wrk_netns_sweep(a->cfg->work_dir, keep, n);
+    }
+    free(keep);
+    json_decref(running);
+}
+
+static void launch(struct agent *a, struct wrk_assignment *as, const json_t *networks)
 {
     char work[PATH_MAX], ckpt[PATH_MAX], ds_path[PATH_MAX + 32];
+    char master[256], ns_path[WRK_ID_MAX + 32];
+    int isolated = a->cfg->isolate_network;
     struct err e;
     struct wrk_plan *plan = NULL;
     struct wrk_plan_opts o;
@@ -597,18 +763,14 @@ static void launch(struct agent *a, struct wrk_assignment *as)
         refuse(a, as->attempt_id, as, "node is draining");
         return;
     }
-    if (as->node_rank == 0 && !port_free(as->master_port)) {
+    /* In an isolated single-node attempt the port is in a fresh namespace. */
+    if (as->node_rank == 0 && !(isolated && as->nnodes == 1) && !port_free(as->master_port)) {
         snprintf(reason, sizeof(reason), "rendezvous port %d is in use on this node",
                  as->master_port);
         refuse(a, as->attempt_id, as, reason);
         return;
     }
-    if (wrk_path_check(as->work_dir, a->roots, a->nroots, 1, work, sizeof(work), &e) != RC_OK ||
-        wrk_path_check(as->checkpoint_dir, a->roots, a->nroots, 1, ckpt, sizeof(ckpt), &e) !=
-            RC_OK ||
-        (as->resume_from[0] != '\0' && wrk_path_check(as->resume_from, a->roots, a->nroots, 0, ckpt,
-                                                      sizeof(ckpt), &e) != RC_OK)) {
-        snprintf(reason, sizeof(reason), "policy violation: %s", e.message);
+    if (check_paths(a, as, work, ckpt, reason, sizeof(reason)) != RC_OK) {
         refuse(a, as->attempt_id, as, reason);
         return;
     }
@@ -619,15 +781,27 @@ static void launch(struct agent *a, struct wrk_assignment *as)
         refuse(a, as->attempt_id, as, "cannot write ds_config.json");
         return;
     }
+    snprintf(master, sizeof(master), "%s", as->master_addr);
+    if (isolated && isolate_prepare(a->cfg->work_dir, as) != RC_OK) {
+        refuse(a, as->attempt_id, as, "out of memory");
+        return;
+    }
     memset(&o, 0, sizeof(o));
     o.path = getenv("PATH");
     o.home = getenv("HOME");
     o.lang = getenv("LANG");
     o.pythonpath = getenv("PYTHONPATH");
-    o.hostname = a->addr;
+    o.hostname = isolated && as->nnodes == 1 ? "127.0.0.1" : a->addr;
     o.ds_config_path = ds_path;
     if (wrk_plan_build(as, &o, &plan, &e) != RC_OK) {
         refuse(a, as->attempt_id, as, e.message[0] ? e.message : "cannot build the launch plan");
+        return;
+    }
+    /* Never launched unisolated: a namespace that cannot be made refuses the attempt. */
+    if (isolated && isolate_setup(a->cfg->work_dir, as, master, networks, ns_path, sizeof(ns_path),
+                                  &e) != RC_OK) {
+        refuse(a, as->attempt_id, as, e.message[0] ? e.message : "network isolation failed");
+        wrk_plan_free(plan);
         return;
     }
     memset(&req, 0, sizeof(req));
@@ -638,11 +812,14 @@ static void launch(struct agent *a, struct wrk_assignment *as)
     req.plan = plan;
     req.time_limit_s = as->time_limit_s;
     req.grace_s = as->grace_s;
-    LOG_INFO("agent", "launching", "attempt_id=%s job_id=%s launcher=%s procs=%zu", as->attempt_id,
-             as->job_id, wrk_launcher_name(as->launcher), plan->nprocs);
-    if (wrk_launcher_start(a->launcher, &req, &e) != RC_OK)
+    req.netns_path = isolated ? ns_path : NULL;
+    LOG_INFO("agent", "launching", "attempt_id=%s job_id=%s launcher=%s procs=%zu isolated=%d",
+             as->attempt_id, as->job_id, wrk_launcher_name(as->launcher), plan->nprocs, isolated);
+    if (wrk_launcher_start(a->launcher, &req, &e) != RC_OK) {
         refuse(a, as->attempt_id, as, e.message[0] ? e.message : "cannot start the ranks");
-    else
+        if (isolated)
+            wrk_netns_teardown(a->cfg->work_dir, as->attempt_id);
+    } else
         save_state(a); /* before anything else: no rank may go unrecorded */
     wrk_plan_free(plan);
 }
@@ -665,11 +842,12 @@ static void drain_queue(struct agent *a)
             if (wrk_launcher_cancel(a->launcher, q->attempt_id, "cancelled"))
                 LOG_INFO("agent", "cancel", "attempt_id=%s", q->attempt_id);
         } else if (q->a != NULL) {
-            launch(a, q->a);
+            launch(a, q->a, q->networks);
         } else {
             refuse(a, q->attempt_id, NULL, q->reason);
         }
         wrk_assignment_free(q->a);
+        json_decref(q->networks);
         free(q);
     }
 }
@@ -822,6 +1000,10 @@ int wrk_agent_run(const struct wrk_config *cfg)
     if (rc != 0)
         goto out;
     save_state(a);
+    if (cfg->isolate_network) { /* what a crashed worker left, but not the re-adopted */
+        a->swept_gen = wrk_launcher_generation(a->launcher);
+        isolate_sweep(a);
+    }
     if (pthread_create(&a->poll_thr, NULL, poll_main, a) != 0)
         goto out;
     a->poll_started = 1;
@@ -844,6 +1026,10 @@ int wrk_agent_run(const struct wrk_config *cfg)
         drain_queue(a);
         if (wrk_launcher_generation(a->launcher) != a->saved_gen)
             save_state(a);
+        if (cfg->isolate_network && wrk_launcher_generation(a->launcher) != a->swept_gen) {
+            a->swept_gen = wrk_launcher_generation(a->launcher);
+            isolate_sweep(a); /* an attempt ended (or started): drop its namespace */
+        }
         if (a->draining && wrk_launcher_count(a->launcher) == 0)
             break;
         if (a->draining && now >= drain_deadline) {
@@ -864,6 +1050,8 @@ out:
     if (a->launcher != NULL) {
         wrk_launcher_free(a->launcher);
         a->launcher = NULL;
+        if (cfg->isolate_network) /* every rank is gone now */
+            isolate_sweep(a);
         if (ret == 0) {
             struct wrk_state *empty = NULL;
             if (wrk_state_new(&empty) == RC_OK && wrk_state_save(a->state_path, empty) != RC_OK)
@@ -878,6 +1066,7 @@ out:
         struct qitem *q = a->qhead;
         a->qhead = q->next;
         wrk_assignment_free(q->a);
+        json_decref(q->networks);
         free(q);
     }
     wrk_state_free(st);

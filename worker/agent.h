@@ -33,6 +33,7 @@ struct wrk_config {
     int grace_s;                       /* shutdown grace for ranks, default 30 */
     int heartbeat_ms;                  /* default 2000; the server's answer to register wins */
     int discover_only;                 /* print the register body and exit */
+    int isolate_network;               /* --isolate-network: ranks in a network namespace */
     const volatile sig_atomic_t *stop; /* set by the signal handler: drain and exit */
 };
 

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "netns.h"
 
 #define POLL_MS 100
 /* After the last rank ended, wait at most this long for its pipes to close. */
@@ -562,12 +563,55 @@ out:
     return rc;
 }
 
+struct spawn_ctx {
+    struct lattempt *a;
+    const struct wrk_launch_req *req;
+    pid_t *pids;
+    struct err *e;
+};
+
+/* Spawn every process of the plan into c->a; on failure a->nprocs counts
+ * the started ones. Runs inside the attempt's network namespace when there
+ * is one (wrk_netns_call). */
+static enum rc spawn_all(void *arg)
+{
+    struct spawn_ctx *c = arg;
+    struct lattempt *a = c->a;
+    const struct wrk_plan *plan = c->req->plan;
+    enum rc rc = RC_OK;
+
+    for (size_t i = 0; i < plan->nprocs; i++) {
+        struct lproc *p = &a->procs[i];
+        p->lb[0] = calloc(1, sizeof(struct linebuf));
+        p->lb[1] = calloc(1, sizeof(struct linebuf));
+        if (p->lb[0] == NULL || p->lb[1] == NULL) {
+            a->nprocs = i + 1;
+            return RC_ENOMEM;
+        }
+        a->nprocs = i + 1;
+        rc = spawn_one(&plan->procs[i], c->req->cwd, p, c->e);
+        if (rc != RC_OK) {
+            a->nprocs = i; /* p holds nothing running */
+            for (int s = 0; s < 2; s++) {
+                free(p->lb[s]);
+                p->lb[s] = NULL;
+            }
+            return rc;
+        }
+        c->pids[i] = p->pid;
+        LOG_INFO("launch", "rank started", "attempt_id=%s rank=%d pid=%d", a->attempt_id, p->rank,
+                 (int)p->pid);
+    }
+    return RC_OK;
+}
+
 enum rc wrk_launcher_start(struct wrk_launcher *l, const struct wrk_launch_req *req, struct err *e)
 {
     enum rc rc = RC_ENOMEM;
     struct lattempt *a = NULL;
     pid_t pids[WRK_MAX_RANKS];
     const struct wrk_plan *plan = req->plan;
+    struct spawn_ctx sc;
 
     if (!wrk_id_valid(req->attempt_id) || plan->nprocs == 0 || plan->nprocs > WRK_MAX_RANKS)
         return err_set(e, RC_EINVAL, NULL, "invalid launch request");
@@ -586,29 +630,11 @@ enum rc wrk_launcher_start(struct wrk_launcher *l, const struct wrk_launch_req *
         a->gpus[a->ngpus++] = plan->gpus[i];
     if (req->time_limit_s > 0)
         a->deadline_ms = mono_ms() + req->time_limit_s * 1000;
-    for (size_t i = 0; i < plan->nprocs; i++) {
-        struct lproc *p = &a->procs[i];
-        p->lb[0] = calloc(1, sizeof(struct linebuf));
-        p->lb[1] = calloc(1, sizeof(struct linebuf));
-        if (p->lb[0] == NULL || p->lb[1] == NULL) {
-            rc = RC_ENOMEM;
-            a->nprocs = i + 1;
-            goto fail;
-        }
-        a->nprocs = i + 1;
-        rc = spawn_one(&plan->procs[i], req->cwd, p, e);
-        if (rc != RC_OK) {
-            a->nprocs = i; /* p holds nothing running */
-            for (int s = 0; s < 2; s++) {
-                free(p->lb[s]);
-                p->lb[s] = NULL;
-            }
-            goto fail;
-        }
-        pids[i] = p->pid;
-        LOG_INFO("launch", "rank started", "attempt_id=%s rank=%d pid=%d", a->attempt_id, p->rank,
-                 (int)p->pid);
-    }
+    sc = (struct spawn_ctx){a, req, pids, e};
+    rc = req->netns_path != NULL ? wrk_netns_call(req->netns_path, spawn_all, &sc, e)
+                                 : spawn_all(&sc);
+    if (rc != RC_OK)
+        goto fail;
     /* on_started before the I/O thread can see any line of this attempt */
     if (l->cb.on_started != NULL)
         l->cb.on_started(l->cb.ctx, a->attempt_id, a->node_rank, pids, a->nprocs);

@@ -66,6 +66,8 @@ struct wrk_launch_req {
     const struct wrk_plan *plan; /* borrowed; copied as needed */
     int64_t time_limit_s;        /* 0 = none */
     int grace_s;                 /* SIGTERM -> SIGKILL delay */
+    const char *netns_path;      /* NULL, or the network namespace to start the processes in
+                                    (netns.h: /run/netns/ty-<attempt>) */
 };
 
 struct wrk_launcher;

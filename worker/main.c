@@ -16,6 +16,7 @@
 #include "agent.h"
 #include "gpu.h"
 #include "log.h"
+#include "netns.h"
 
 static volatile sig_atomic_t g_stop; /* written only by on_signal() */
 
@@ -31,9 +32,11 @@ static void usage(FILE *f)
                "         [--labels rack=r1,switch=s1] [--fake-gpus COUNT[:MEMORY_GIB[:MODEL]]]\n"
                "         [--work-dir DIR] [--addr IP] [--allowed-root PATH ...] [--grace-s 30]\n"
                "         [--heartbeat-ms 2000] [--ca-file PEM] [--log-level info]\n"
-               "         [--log-debug comps] [--discover]\n"
+               "         [--log-debug comps] [--discover] [--isolate-network]\n"
                "The join token is needed only on the first start; the node credential is\n"
-               "then kept in WORK_DIR/node.json (mode 0600).\n");
+               "then kept in WORK_DIR/node.json (mode 0600).\n"
+               "--isolate-network (root only): ranks run in a network namespace that reaches\n"
+               "only loopback and the site's allowed networks (worker/README.md).\n");
 }
 
 static int parse_int(const char *s, long lo, long hi, int *out)
@@ -65,6 +68,7 @@ int main(int argc, char **argv)
         {"log-level", required_argument, NULL, 'L'},
         {"log-debug", required_argument, NULL, 'D'},
         {"discover", no_argument, NULL, 'd'},
+        {"isolate-network", no_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -145,6 +149,9 @@ int main(int argc, char **argv)
         case 'd':
             cfg.discover_only = 1;
             break;
+        case 'I':
+            cfg.isolate_network = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -164,6 +171,12 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* Isolation is refused up front rather than found missing at a launch. */
+    if (cfg.isolate_network && !cfg.discover_only && wrk_netns_check_host(&e) != RC_OK) {
+        fprintf(stderr, "trainyard-worker: %s\n", e.message);
+        return 2;
+    }
+
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
@@ -176,8 +189,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "trainyard-worker: curl init failed\n");
         return 1;
     }
-    LOG_INFO("agent", "starting", "server=%s work_dir=%s fake_gpus=%d roots=%zu", cfg.server,
-             cfg.work_dir, cfg.fake ? cfg.fake_spec.count : -1, cfg.nroots);
+    LOG_INFO("agent", "starting", "server=%s work_dir=%s fake_gpus=%d roots=%zu isolate_network=%d",
+             cfg.server, cfg.work_dir, cfg.fake ? cfg.fake_spec.count : -1, cfg.nroots,
+             cfg.isolate_network);
     rc = wrk_agent_run(&cfg);
     curl_global_cleanup();
     LOG_INFO("agent", "stopped", "status=%d", rc);

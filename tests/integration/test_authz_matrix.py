@@ -1,9 +1,12 @@
 """Every route of server/routes.c against every kind of caller: anonymous,
 a member of the job's team, a member of another team, an auditor, an admin.
 The test fails when a route is added without a row here."""
+import atexit
 import os
 import re
+import shutil
 import sys
+import tempfile
 import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -11,6 +14,9 @@ import harness  # noqa: E402
 from harness import Client, ServerTest  # noqa: E402
 
 CALLERS = ("anon", "member", "other", "auditor", "admin")
+# Job outputs live under the server's storage root (exports rows).
+STORAGE = tempfile.mkdtemp(prefix="ty-matrix-storage-")
+atexit.register(shutil.rmtree, STORAGE, True)
 
 
 def routes_in_source():
@@ -21,7 +27,7 @@ def routes_in_source():
 
 class AuthzMatrixTest(ServerTest):
     # The matrix's node sends no heartbeats: keep it from being declared lost.
-    server_args = ("--node-timeout-s", "3600")
+    server_args = ("--node-timeout-s", "3600", "--storage-root", STORAGE)
     def test_matrix(self):
         st, alpha, _ = self.admin.post("/api/v1/teams", {"name": "alpha"})
         st, beta, _ = self.admin.post("/api/v1/teams", {"name": "beta"})
@@ -69,6 +75,48 @@ class AuthzMatrixTest(ServerTest):
                                                                   "url": "http://127.0.0.1:9/h"})
         self.assertEqual(st, 201, hook)
 
+        # Exports: J is internal (approved at once), S secret (waits for an admin).
+        st, sjob, _ = clients["member"].post("/api/v1/jobs", self.job_spec("alpha"))
+        S = sjob["id"]
+        self.db.sql("UPDATE jobs SET classification = 'secret' WHERE id = %s" % S)
+        for jid in (J, S):
+            os.makedirs(os.path.join(STORAGE, "jobs", jid))
+            with open(os.path.join(STORAGE, "jobs", jid, "model.pt"), "wb") as f:
+                f.write(b"weights")
+        export_body = {"path": "model.pt", "reason": "matrix"}
+        st, pending, _ = clients["member"].post("/api/v1/jobs/%s/exports" % S, export_body)
+        self.assertEqual(st, 201, pending)
+
+        def fresh_export(action):
+            def make(_caller):
+                st, e, _ = clients["member"].post("/api/v1/jobs/%s/exports" % S, export_body)
+                return "/api/v1/exports/%s/%s" % (e["id"], action), None
+            return make
+
+        def fresh_link(_caller):
+            st, e, _ = clients["member"].post("/api/v1/jobs/%s/exports" % J, export_body)
+            return e["download_url"], None
+
+        # Policy: a site and a dataset of alpha to read, fresh ones to delete.
+        st, mside, _ = clients["admin"].post("/api/v1/sites", {"name": "mside",
+                                                               "storage_roots": ["/srv/mside"]})
+        self.assertEqual(st, 201, mside)
+        ds_uri = os.path.join(STORAGE, "ds")
+        st, mset, _ = clients["admin"].post("/api/v1/datasets", {"name": "mset", "uri": ds_uri,
+                                                                 "team": "alpha"})
+        self.assertEqual(st, 201, mset)
+
+        def fresh_site(_caller):
+            name = uniq()
+            st, s, _ = clients["admin"].post("/api/v1/sites", {"name": name})
+            return "/api/v1/sites/" + name, None
+
+        def fresh_dataset(_caller):
+            name = uniq()
+            st, d, _ = clients["admin"].post("/api/v1/datasets", {"name": name, "uri": ds_uri,
+                                                                  "team": "alpha"})
+            return "/api/v1/datasets/" + name, None
+
         def fresh_hook(_caller):
             st, h, _ = clients["member"].post("/api/v1/webhooks", {"team": "alpha",
                                                                    "url": "http://127.0.0.1:9/h"})
@@ -87,16 +135,43 @@ class AuthzMatrixTest(ServerTest):
             ("POST", "/api/v1/agent/register", "/api/v1/agent/register", {}, [401] * 5),
             ("POST", "/api/v1/agent/join", "/api/v1/agent/join",
              {"join_token": "tyj_not_a_token", "name": "intruder"}, [401] * 5),
+            ("GET", "/api/v1/audit/checkpoints", "/api/v1/audit/checkpoints", None,
+             [401, 403, 403, 200, 200]),
             ("GET", "/api/v1/audit/events", "/api/v1/audit/events", None, [401, 403, 403, 200, 200]),
+            ("GET", "/api/v1/audit/export", "/api/v1/audit/export?to=5", None,
+             [401, 403, 403, 200, 200]),
+            ("GET", "/api/v1/audit/public-key", "/api/v1/audit/public-key", None,
+             [401, 403, 403, 200, 200]),
+            ("POST", "/api/v1/audit/retention", "/api/v1/audit/retention", None,
+             [401, 403, 403, 403, 200]),
             ("GET", "/api/v1/audit/verify", "/api/v1/audit/verify", None, [401, 403, 403, 200, 200]),
             ("POST", "/api/v1/auth/login", "/api/v1/auth/login",
              {"username": "ghost", "password": "not-a-password"}, [401, 401, 401, 401, 401]),
             ("POST", "/api/v1/auth/logout", "/api/v1/auth/logout", None, [401, 400, 400, 400, 400]),
+            ("GET", "/api/v1/datasets", "/api/v1/datasets", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/datasets", "/api/v1/datasets",
+             lambda: {"name": uniq(), "uri": ds_uri, "team": "alpha"}, [401, 201, 403, 403, 201]),
+            ("GET", "/api/v1/datasets/{name}", "/api/v1/datasets/mset", None,
+             [401, 200, 404, 200, 200]),
+            ("DELETE", "/api/v1/datasets/{name}", fresh_dataset, None, [401, 200, 404, 403, 200]),
+            ("GET", "/api/v1/exports", "/api/v1/exports", None, [401, 200, 200, 200, 200]),
+            ("GET", "/api/v1/exports/{id}", "/api/v1/exports/" + pending["id"], None,
+             [401, 200, 404, 200, 200]),
+            ("POST", "/api/v1/exports/{id}/approve", fresh_export("approve"), None,
+             [401, 403, 403, 403, 200]),
+            ("POST", "/api/v1/exports/{id}/deny", fresh_export("deny"), None,
+             [401, 403, 403, 403, 200]),
+            # The token is the credential: anyone holding the link may use it (once).
+            ("GET", "/api/v1/exports/download/{token}", fresh_link, None, [200] * 5),
             ("GET", "/api/v1/jobs", "/api/v1/jobs", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/jobs", "/api/v1/jobs", self.job_spec("alpha"), [401, 201, 403, 403, 201]),
             ("GET", "/api/v1/jobs/{id}", "/api/v1/jobs/" + J, None, [401, 200, 404, 200, 200]),
             ("POST", "/api/v1/jobs/{id}/cancel", fresh_job, None, [401, 202, 404, 403, 202]),
             ("GET", "/api/v1/jobs/{id}/events", "/api/v1/jobs/%s/events" % J, None, [401, 200, 404, 200, 200]),
+            ("POST", "/api/v1/jobs/{id}/exports", "/api/v1/jobs/%s/exports" % J, export_body,
+             [401, 201, 404, 403, 201]),
+            ("GET", "/api/v1/jobs/{id}/outputs", "/api/v1/jobs/%s/outputs" % J, None,
+             [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/jobs/{id}/logs", "/api/v1/jobs/%s/logs" % J, None, [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/jobs/{id}/metrics", "/api/v1/jobs/%s/metrics" % J, None, [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/jobs/{id}/checkpoints", "/api/v1/jobs/%s/checkpoints" % J, None,
@@ -109,6 +184,17 @@ class AuthzMatrixTest(ServerTest):
              [401, 403, 403, 403, 200]),
             ("POST", "/api/v1/nodes/{id}/undrain", "/api/v1/nodes/%s/undrain" % N, None,
              [401, 403, 403, 403, 200]),
+            ("GET", "/api/v1/policy", "/api/v1/policy", None, [401, 403, 403, 200, 200]),
+            ("PATCH", "/api/v1/policy", "/api/v1/policy", {"audit_retention_days": 200},
+             [401, 403, 403, 403, 200]),
+            ("GET", "/api/v1/sites", "/api/v1/sites", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/sites", "/api/v1/sites",
+             lambda: {"name": uniq(), "storage_roots": ["/srv/x"]}, [401, 403, 403, 403, 201]),
+            ("GET", "/api/v1/sites/{name}", "/api/v1/sites/default", None,
+             [401, 403, 403, 200, 200]),
+            ("PATCH", "/api/v1/sites/{name}", "/api/v1/sites/mside", {"networks": ["10.0.0.0/8"]},
+             [401, 403, 403, 403, 200]),
+            ("DELETE", "/api/v1/sites/{name}", fresh_site, None, [401, 403, 403, 403, 200]),
             ("GET", "/api/v1/teams", "/api/v1/teams", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/teams", "/api/v1/teams", lambda: {"name": uniq()}, [401, 403, 403, 403, 201]),
             ("GET", "/api/v1/teams/{id}", "/api/v1/teams/" + A, None, [401, 200, 404, 200, 200]),

@@ -127,7 +127,7 @@ static void start(struct wrk_launcher *l, const char *id, size_t n, const char *
                   int64_t limit_s, int grace_s)
 {
     struct wrk_plan *p = sh_plan(n, scripts);
-    struct wrk_launch_req req = {id, "7", 0, "/tmp", p, limit_s, grace_s};
+    struct wrk_launch_req req = {id, "7", 0, "/tmp", p, limit_s, grace_s, NULL};
     struct err e;
     err_init(&e);
     assert_int_equal(wrk_launcher_start(l, &req, &e), RC_OK);
@@ -320,7 +320,7 @@ static void test_spawn_failure(void **state)
 {
     struct wrk_launcher *l = *state;
     struct wrk_plan *p = sh_plan(1, (const char *const[]){"true"});
-    struct wrk_launch_req req = {"a5", "7", 0, "/nonexistent-dir", p, 0, 1};
+    struct wrk_launch_req req = {"a5", "7", 0, "/nonexistent-dir", p, 0, 1, NULL};
     struct err e;
     err_init(&e);
     assert_int_equal(wrk_launcher_start(l, &req, &e), RC_EUNAVAIL);
