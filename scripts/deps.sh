@@ -8,7 +8,7 @@ want=(build-essential clang cmake pkg-config make
       libmicrohttpd-dev libpq-dev libjansson-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
       postgresql python3 clang-format curl ca-certificates)
 case "${1:-build}" in
-  test) want+=(python3-torch) ;;
+  test) want+=(python3-torch iproute2 nftables) ;;
   bench) want+=(python3-torch wrk nginx-light slurmctld slurmd slurm-client munge) ;;
 esac
 

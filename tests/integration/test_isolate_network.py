@@ -88,6 +88,9 @@ def find_tool(name):
     return None
 
 
+FORWARD_SYSCTL = "/proc/sys/net/ipv4/ip_forward"
+
+
 def skip_reason():
     """Why this machine cannot run the test, or None."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
@@ -175,6 +178,10 @@ REASON = skip_reason()
 class IsolateNetworkTest(ServerTest):
     @classmethod
     def setUpClass(cls):
+        # The worker turns IPv4 forwarding on for multi-node isolation; give
+        # the host back as it was.
+        with open(FORWARD_SYSCTL) as f:
+            cls.forwarding = f.read().strip()
         cls.shared = tempfile.mkdtemp(prefix="ty-isolate-")
         os.chmod(cls.shared, 0o755)
         cls.server_args = ("--storage-root", cls.shared, "--sched-interval-ms", "200")
@@ -196,6 +203,8 @@ class IsolateNetworkTest(ServerTest):
         finally:
             super().tearDownClass()
             shutil.rmtree(cls.shared, ignore_errors=True)
+            with open(FORWARD_SYSCTL, "w") as f:
+                f.write(cls.forwarding + "\n")
 
     # helpers -------------------------------------------------------------
     def start_workers(self, n, extra=()):
