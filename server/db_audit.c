@@ -75,17 +75,17 @@ enum rc audit_append(PGconn *conn, const struct audit_event *ev, const char *req
                            details,
                            prev,
                            hash};
-        rc = db_exec_ok(conn, req_id,
-                        "INSERT INTO audit_events (id, ts, ts_text, actor, source, action, target, "
-                        "outcome, details, prev_hash, hash) VALUES ($1, $2::timestamptz, $3, $4, "
-                        "$5, $6, $7, $8, $9, $10, $11)",
-                        11, p);
-    }
-    if (rc != RC_OK)
-        goto out;
-    {
-        const char *p[] = {idbuf, hash};
-        rc = db_exec_ok(conn, req_id, "UPDATE audit_head SET seq = $1, hash = $2", 2, p);
+        /* One round trip for the row and the head: the head's row lock is
+         * held from the SELECT above to COMMIT, and every audited write in
+         * the installation waits for it, so each round trip saved here is
+         * throughput for all of them. */
+        rc =
+            db_exec_ok(conn, req_id,
+                       "WITH ev AS (INSERT INTO audit_events (id, ts, ts_text, actor, source, "
+                       "action, target, outcome, details, prev_hash, hash) VALUES ($1, "
+                       "$2::timestamptz, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, hash) "
+                       "UPDATE audit_head SET seq = ev.id, hash = ev.hash FROM ev",
+                       11, p);
     }
 out:
     json_decref(empty);
