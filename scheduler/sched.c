@@ -763,6 +763,11 @@ static enum rc build_order(struct pass *P)
 
     ALLOC(P->order, nj);
     P->norder = 0;
+    if (P->pol->kind == KIND_FIFO && q->in_submit_order) {
+        P->lazy_order = true; /* next_job validates as it goes */
+        P->norder = nj;
+        return RC_OK;
+    }
     if (P->pol->kind != KIND_FAIR) {
         /* one sweep: validate, collect, and see whether submit order holds */
         const struct sched_job *prev = NULL;
@@ -815,6 +820,15 @@ static double share(const struct pass *P, int t)
  */
 static int next_job(struct pass *P, size_t *pos, bool saturated)
 {
+    if (P->lazy_order) {
+        struct err e;
+        while (*pos < P->norder) {
+            size_t i = (*pos)++;
+            if (check_job(P, i, &e))
+                return (int)i;
+        }
+        return -1;
+    }
     if (P->pol->kind != KIND_FAIR)
         return *pos < P->norder ? P->order[(*pos)++] : -1;
     const struct sched_job *J = P->q->jobs;
@@ -934,49 +948,33 @@ static struct bfkey *backfill_candidates(struct pass *P, size_t *pos, size_t dep
     return h;
 }
 
-static int cmp_bfrank(const void *a, const void *b)
-{
-    const struct bfkey *x = a, *y = b;
-    return x->rank < y->rank ? -1 : x->rank > y->rank;
-}
-
 /*
  * The next job to try: in policy order, or the shortest backfill candidate.
- * Once no GPU is free outside the reservation and the shortest candidate
- * ends after it starts, no candidate can start on free GPUs any more; only a
- * team under its quota can still take GPUs back by preemption. The heap is
- * then cut to those teams' jobs, in their fair-share order (*nlist > 0).
+ * Once no GPU is free outside the reservation and either none is free inside
+ * it or the shortest candidate ends after it starts, no candidate can start
+ * on free GPUs any more; only a team under its quota can still take GPUs
+ * back by preemption. The heap is then cut, once, to those teams' jobs.
  */
 static int next_try(struct pass *P, size_t *pos, bool saturated, struct bfkey *bf, size_t *nbf,
-                    size_t *nlist)
+                    bool *cut)
 {
     int ji;
 
     if (bf == NULL)
         return next_job(P, pos, saturated);
-    if (*nlist == 0 && *nbf > 0 && P->main.total == 0 &&
-        job_end(P, &P->q->jobs[bf[0].job]) > P->res_start) {
+    if (!*cut && *nbf > 0 && P->main.total == 0 &&
+        (P->resfree_total == 0 || job_end(P, &P->q->jobs[bf[0].job]) > P->res_start)) {
         size_t m = 0;
-        for (size_t i = 0; i < *nbf; i++) {
-            int t = P->job_team[bf[i].job];
-            if ((P->pol->flags & F_QUOTA) &&
-                P->t_used[t] + P->q->jobs[bf[i].job].gpus <= P->t_quota[t])
+        for (size_t i = 0; i < *nbf; i++)
+            if (under_quota(P, &P->q->jobs[bf[i].job], P->job_team[bf[i].job]))
                 bf[m++] = bf[i];
-        }
-        qsort(bf, m, sizeof(*bf), cmp_bfrank);
-        /* keep the list in reverse so that taking from the end is in order */
-        for (size_t i = 0; i < m / 2; i++) {
-            struct bfkey t = bf[i];
-            bf[i] = bf[m - 1 - i];
-            bf[m - 1 - i] = t;
-        }
+        for (size_t i = m / 2; i-- > 0;)
+            bf_sift_down(bf, m, i);
         *nbf = m;
-        *nlist = 1;
+        *cut = true;
     }
     if (*nbf == 0)
         return -1;
-    if (*nlist > 0)
-        return bf[--*nbf].job;
     ji = bf[0].job;
     bf[0] = bf[--*nbf];
     bf_sift_down(bf, *nbf, 0);
@@ -986,7 +984,8 @@ static int next_try(struct pass *P, size_t *pos, bool saturated, struct bfkey *b
 static enum rc plan_main(struct pass *P)
 {
     const struct sched_job *J = P->q->jobs;
-    size_t pos = 0, after = 0, nbf = 0, nlist = 0;
+    size_t pos = 0, after = 0, nbf = 0;
+    bool cut = false;
     struct bfkey *bf = NULL;
     enum rc rc = RC_OK;
     size_t depth = P->q->backfill_depth > 0 ? (size_t)P->q->backfill_depth : SCHED_BACKFILL_DEPTH;
@@ -995,7 +994,7 @@ static enum rc plan_main(struct pass *P)
     int ji;
 
     while ((ji = next_try(P, &pos, blocked && P->main.total == 0 && P->resfree_total == 0, bf, &nbf,
-                          &nlist)) >= 0) {
+                          &cut)) >= 0) {
         const struct sched_job *j = &J[ji];
         /* a job limited to its site's nodes neither reads nor sets the fail memos */
         bool memo_ok = !sched_site_set(P, j->site);

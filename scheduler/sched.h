@@ -119,6 +119,12 @@ struct sched_queue {
     const struct sched_job *jobs; /* borrowed */
     size_t njobs;
     int backfill_depth; /* jobs examined after the head blocks; 0 = SCHED_BACKFILL_DEPTH */
+    /* The caller promises jobs[] is sorted by (submit_ms, id). fifo then
+     * reads only the jobs it tries instead of validating and ordering the
+     * whole queue each pass; invalid jobs past the head it stops at are
+     * neither validated nor counted in nskipped. sched_check() verifies the
+     * promise. Other policies ignore it. */
+    bool in_submit_order;
 };
 
 #define SCHED_BACKFILL_DEPTH 5000

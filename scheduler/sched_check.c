@@ -353,6 +353,15 @@ enum rc sched_check(const struct sched_cluster *cluster, const struct sched_queu
         err_set(e, RC_ENOMEM, NULL, "out of memory");
         goto out;
     }
+    for (size_t i = 1; queue->in_submit_order && i < nj; i++) {
+        const struct sched_job *a = &queue->jobs[i - 1], *b = &queue->jobs[i];
+        if (a->submit_ms > b->submit_ms || (a->submit_ms == b->submit_ms && a->id > b->id)) {
+            rc = err_set(e, RC_EINVAL, "in_submit_order",
+                         "job %lld comes after job %lld but was submitted earlier",
+                         (long long)b->id, (long long)a->id);
+            goto out;
+        }
+    }
     for (size_t i = 0; i < nn; i++) {
         const struct sched_node *nd = &cluster->nodes[i];
         k.avail[i] = nd->free_mask & bits(nd->ngpus);

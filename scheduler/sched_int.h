@@ -89,7 +89,8 @@ struct pass {
     /* ordering */
     int *order;
     size_t norder;
-    size_t *bstart; /* fair: bucket starts, (prio * nt + team) */
+    bool lazy_order; /* fifo over a queue in submit order: order[] unused */
+    size_t *bstart;  /* fair: bucket starts, (prio * nt + team) */
     size_t *bpos;
     /* topology groups, built on the first multi-node placement */
     bool groups_built;

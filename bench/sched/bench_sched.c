@@ -184,7 +184,7 @@ int main(int argc, char **argv)
                                      .true_duration_ms = 1000 * (1 + (int64_t)(rnd(&s) % 86400))};
     }
     struct sched_cluster c = {nodes, (size_t)nn, teams, NT, run, (size_t)nr};
-    struct sched_queue q = {jobs, (size_t)nj, 0};
+    struct sched_queue q = {jobs, (size_t)nj, 0, false};
     const char *const *names = sched_policy_names();
     printf("| policy | nodes x GPUs | busy GPUs | queued | placed | preempted | reserved | "
            "median ms | p99 ms |\n");

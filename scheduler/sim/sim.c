@@ -310,7 +310,7 @@ static enum rc pass(struct sim *S, struct sched_decisions *d, int64_t now, struc
     }
     struct sched_cluster c = {S->nodes,          (size_t)S->cfg->nodes, S->teams,
                               (size_t)t->nteams, S->snap_run,           S->nrun};
-    struct sched_queue q = {S->queue, S->nq, 0};
+    struct sched_queue q = {S->queue, S->nq, 0, true}; /* kept by (submit, id) */
     double t0 = now_s();
     enum rc rc = sched_plan(S->cfg->policy, &c, &q, now, d);
     double ms = (now_s() - t0) * 1000.0;

@@ -343,6 +343,33 @@ static void test_backfill_shortest_limit_first(void **state)
     fx_free(f);
 }
 
+/* fifo over a queue the caller keeps in submit order: same plan, and
+ * sched_check holds the caller to the promise. */
+static void test_fifo_in_submit_order(void **state)
+{
+    (void)state;
+    struct fx *f = fx_new(2, 8);
+    struct err e;
+    add_job(f, 1, 4, 0);
+    add_job(f, 2, 8, 1);
+    add_job(f, 3, 1, 2)->gpus = 0; /* invalid: skipped, not blocking */
+    add_job(f, 4, 4, 3);
+    add_job(f, 5, 8, 4); /* does not fit: the head blocks */
+    add_job(f, 6, 1, 5);
+    f->q.in_submit_order = true;
+    plan_ok(f, "fifo", 0);
+    assert_int_equal(f->d.nplacements, 3);
+    assert_non_null(placed(f, 1));
+    assert_non_null(placed(f, 2));
+    assert_non_null(placed(f, 4));
+    assert_null(placed(f, 6));
+    f->jobs[0].submit_ms = 10; /* job 1 now belongs after job 4 */
+    err_init(&e);
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_EINVAL);
+    assert_string_equal(e.field, "in_submit_order");
+    fx_free(f);
+}
+
 static void test_fifo_no_backfill(void **state)
 {
     (void)state;
@@ -796,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_backfill_outside_reservation),
         cmocka_unit_test(test_backfill_shortest_limit_first),
         cmocka_unit_test(test_fifo_no_backfill),
+        cmocka_unit_test(test_fifo_in_submit_order),
         cmocka_unit_test(test_sjf_oracle_order),
         cmocka_unit_test(test_las_preempts_served_job),
         cmocka_unit_test(test_topology_switch_then_rack),

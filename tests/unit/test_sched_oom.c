@@ -115,7 +115,7 @@ static void make_snap(struct snap *s)
                                         .time_limit_ms = 500 + i,
                                         .true_duration_ms = 100 + i};
     s->c = (struct sched_cluster){s->nodes, NN, s->teams, 2, s->run, 4};
-    s->q = (struct sched_queue){s->jobs, NJ, 0};
+    s->q = (struct sched_queue){s->jobs, NJ, 0, false};
 }
 
 static void test_plan_every_allocation(void **state)
