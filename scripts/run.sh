@@ -10,7 +10,7 @@ top=$PWD
 scripts/deps.sh build
 
 CC=${CC:-clang} cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
-cmake --build build-release -j"$(nproc)" --target trainyard-server trainyard-worker
+cmake --build build-release -j"$(nproc)" --target trainyard-server trainyard-worker trainyard
 
 var=$top/var
 mkdir -p "$var"
@@ -107,6 +107,7 @@ cat <<MSG
   Admin:      admin / $(cat "$var/admin-password")
   API:        http://127.0.0.1:$port/api/v1   (see README.md)
   Logs:       var/server.log, var/worker.log
+  CLI:        build-release/cli/trainyard   (audit verify EXPORT --public-key KEY)
   Ctrl-C stops the server, the worker and PostgreSQL.
 
 MSG
