@@ -204,6 +204,14 @@ enum rc jobs_check_submit(struct srv_req *req, const struct jobspec *spec, int64
         rc = db_policy_default_class(req->db, defclass, sizeof(defclass), req->req_id);
     if (rc != RC_OK)
         goto out;
+    if (x.site.nroots == 0) {
+        /* Work dirs and checkpoints need a root; the node would refuse every
+         * attempt, so refuse the job now and say why. */
+        rc = refuse_msg(&x, "site", spec->site,
+                        "the site has no storage roots; an admin must add one before jobs run "
+                        "there");
+        goto out;
+    }
     x.default_level = db_class_level(defclass);
     if (NEVER(x.default_level < 0))
         x.default_level = 1; /* "internal"; the column's CHECK keeps this from happening */

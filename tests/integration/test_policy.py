@@ -464,6 +464,10 @@ class PolicyTest(ServerTest):
                           400, "invalid_argument", "site")
         self.assert_error(self.ali.post("/api/v1/jobs", self.job_spec("alpha", site="Bad/x")),
                           400, "invalid_argument", "site")
+        # a site without storage roots takes no jobs: nowhere for work and checkpoints
+        self.make_site("rootless")
+        self.assert_error(self.ali.post("/api/v1/jobs", self.job_spec("alpha", site="rootless")),
+                          403, "policy_violation", "site")
 
     def test_7_registered_datasets_in_jobs(self):
         def submit(client, team, datasets, **over):
