@@ -124,6 +124,11 @@ int main(int argc, char **argv)
     }
     log_set_level(lvl);
     log_set_debug(cfg.log_debug);
+#ifdef TY_BENCH_NO_AUDIT
+    LOG_WARN("main", "BENCHMARK BUILD: THIS SERVER WRITES NO AUDIT TRAIL",
+             "cmake_option=TRAINYARD_BENCH_NO_AUDIT use=\"bench/api/audit_cost_http.sh only, "
+             "never in production\"");
+#endif
 
     /* Signals are taken by sigwait() on this thread only. */
     sigemptyset(&sigs);
