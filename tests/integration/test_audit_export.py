@@ -412,15 +412,26 @@ class ExportTest(AuditCase):
     def test_disconnects_return_connections(self):
         # Clients that hang up mid-stream: the stream's pooled connection and
         # its export slot must come back, or the next exports would fail.
-        for _ in range(12):
+        # The server sees a hang-up only at its next write, so a slot may come
+        # back a moment after the close: a 429 is waited out, never kept.
+        def start_export():
             conn = http.client.HTTPConnection(self.admin.host, self.admin.port, timeout=30)
             conn.request("GET", "/api/v1/audit/export", headers={"Cookie": self.admin.cookie})
             resp = conn.getresponse()
+            if resp.status == 429:
+                conn.close()
+                return None
+            return conn, resp
+
+        for _ in range(12):
+            conn, resp = harness.wait_for(start_export, timeout=20,
+                                          what="an export slot to come back")
             self.assertEqual(resp.status, 200)
             resp.read(100)
             conn.close()
         for _ in range(3):
-            self.export("to=2")
+            harness.wait_for(lambda: fetch_raw(self.admin, "/api/v1/audit/export?to=2")[0] == 200,
+                             timeout=20, what="a full export after the hang-ups")
         self.assertEqual(self.admin.get("/readyz")[0], 200)
 
     def test_cli_verifies_untouched_exports(self):
