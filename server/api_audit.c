@@ -34,6 +34,7 @@
 #include "api_util.h"
 #include "app.h"
 #include "audit_canon.h"
+#include "audit_range.h"
 #include "audit_sign.h"
 #include "db.h"
 #include "db_audit.h"
@@ -558,66 +559,6 @@ static long export_read(void *cls, uint64_t pos, char *out, size_t max)
     return (long)n;
 }
 
-/* Days in month m (1..12) of year y. */
-static int month_days(int y, int m)
-{
-    static const int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    return m == 2 && leap ? 29 : d[m - 1];
-}
-
-static int digits(const char *s, int n, int *v)
-{
-    *v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        *v = *v * 10 + (s[i] - '0');
-    }
-    return 1;
-}
-
-/* RFC 3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM). A '+' may come as
- * ' ' (a query string decodes '+' so); it is rewritten in place. */
-static int rfc3339_ok(char *s)
-{
-    int y, mo, d, h, mi, se, oh, om;
-    char *p;
-    size_t n = strlen(s);
-
-    if (n < 20 || n > 40 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
-        s[7] != '-' || !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
-        !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
-        !digits(s + 17, 2, &se))
-        return 0;
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 || mi > 59 ||
-        se > 59)
-        return 0;
-    p = s + 19;
-    if (*p == '.') {
-        int k = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++)
-            k++;
-        if (k < 1 || k > 9)
-            return 0;
-    }
-    if ((*p == 'Z' || *p == 'z') && p[1] == '\0')
-        return 1;
-    if (*p == ' ')
-        *p = '+';
-    if ((*p != '+' && *p != '-') || strlen(p) != 6 || !digits(p + 1, 2, &oh) || p[3] != ':' ||
-        !digits(p + 4, 2, &om))
-        return 0;
-    return oh <= 14 && om <= 59;
-}
-
-/* An event id bound: 1 to 18 digits. */
-static int id_ok(const char *s)
-{
-    size_t n = strlen(s);
-    return n >= 1 && n <= 18 && strspn(s, "0123456789") == n;
-}
-
 /* Check one bound and sort it into r; *copy receives a normalised copy. */
 static enum rc export_bound(struct srv_req *req, const char *name, const char *v, int is_from,
                             struct audit_export_range *r, char **copy)
@@ -632,9 +573,9 @@ static enum rc export_bound(struct srv_req *req, const char *name, const char *v
         err_detail(&req->err, "got \"%.40s\"", v);
         return RC_EINVAL;
     }
-    if (id_ok(s)) {
+    if (audit_id_ok(s)) {
         *(is_from ? &r->from_id : &r->to_id) = s;
-    } else if (rfc3339_ok(s)) {
+    } else if (audit_time_ok(s)) {
         *(is_from ? &r->from_ts : &r->to_ts) = s;
     } else {
         free(s);
