@@ -24,6 +24,7 @@
 #include "db_policy.h"
 #include "db_webhooks.h"
 #include "lifecycle.h"
+#include "notify.h"
 #include "waiters.h"
 
 #define AGENT_HEARTBEAT_MS 2000
@@ -326,6 +327,10 @@ enum rc api_agent_register(struct srv_req *req)
         rc = lose_attempts(req, lost);
     if (rc == RC_OK)
         rc = db_allocs_redeliver(req->db, req->who.node_id, req->req_id);
+    /* Other replicas (delivered at commit): this node's old long-polls
+     * parked there give up, and the leader sees the new GPUs. */
+    if (rc == RC_OK)
+        rc = notify_send(req->app, req->db, &req->who.node_id, 1, 1, req->req_id);
     rc = api_end(req, rc);
     if (rc != RC_OK)
         goto out;
@@ -382,6 +387,9 @@ enum rc api_agent_heartbeat(struct srv_req *req)
                               json_is_true(dr) ? "worker is draining" : "heartbeat after silence");
     if (rc == RC_OK)
         rc = db_attempts_to_stop(req->db, req->who.node_id, running, &stop, req->req_id);
+    /* A node that changed state changes what the leader can place. */
+    if (rc == RC_OK && strcmp(old, now) != 0)
+        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     if ((rc = api_end(req, rc)) != RC_OK) {
         json_decref(stop);
         return rc;
@@ -567,6 +575,11 @@ enum rc api_agent_output(struct srv_req *req)
             rc = audit_append_req(req, "job.checkpoint", target, "success", d);
         json_decref(d);
     }
+    if (rc == RC_OK) {
+        /* Log followers on other replicas (delivered at commit). */
+        int64_t key = -info.job_id;
+        rc = notify_send(req->app, req->db, &key, 1, 0, req->req_id);
+    }
     if ((rc = api_end(req, rc)) != RC_OK)
         return rc;
     /* Wake log followers of this job (keys below zero are jobs). */
@@ -684,6 +697,9 @@ enum rc api_agent_exit(struct srv_req *req)
     }
     if (rc == RC_OK)
         rc = db_job_nodes(req->db, info.job_id, &nodes, req->req_id);
+    /* The same wake-ups as below, for other replicas (delivered at commit). */
+    if (rc == RC_OK)
+        rc = notify_send_job(req->app, req->db, info.job_id, nodes, 1, req->req_id);
     if ((rc = api_end(req, rc)) != RC_OK) {
         json_decref(nodes);
         return rc;
@@ -723,6 +739,9 @@ static enum rc node_state_change(struct srv_req *req, const char *to)
                               target, "success", d);
         json_decref(d);
     }
+    /* The leader may be another replica (delivered at commit). */
+    if (rc == RC_OK)
+        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     rc = api_end(req, rc);
     if (rc == RC_ENOTFOUND)
         return srv_fail(req, rc, "", "no such node");

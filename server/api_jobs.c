@@ -14,12 +14,15 @@
 #include "app.h"
 #include "cache.h"
 #include "db.h"
+#include "db_agent.h"
 #include "db_audit.h"
 #include "db_auth.h"
 #include "db_jobs.h"
 #include "db_users.h"
 #include "jobs_hooks.h"
 #include "jobspec.h"
+#include "notify.h"
+#include "waiters.h"
 
 static enum rc job_visible(struct srv_req *req, int64_t team_id)
 {
@@ -81,6 +84,9 @@ enum rc api_job_submit(struct srv_req *req)
                       "classification", comp.classification);
         rc = audit_append_req(req, "job.submit", target, "success", d);
     }
+    /* The leader may be another replica (delivered at commit). */
+    if (rc == RC_OK)
+        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     rc = api_end(req, rc);
     if (rc == RC_OK) {
         app_wake_scheduler(req->app);
@@ -206,7 +212,8 @@ enum rc api_job_cancel(struct srv_req *req)
 {
     int64_t id, team_id;
     char state[16], target[48];
-    json_t *row = NULL;
+    json_t *row = NULL, *nodes = NULL, *n;
+    size_t i;
     enum rc rc;
 
     if (req->body != NULL &&
@@ -225,9 +232,26 @@ enum rc api_job_cancel(struct srv_req *req)
     }
     if (rc == RC_OK)
         rc = jobs_cancel(req, id, state);
+    /* Nodes still holding the job (it was running): their workers' long-polls
+     * answer with the cancel at once instead of at the next heartbeat, here
+     * and (NOTIFY, delivered at commit) on other replicas. */
+    if (rc == RC_OK)
+        rc = db_job_nodes(req->db, id, &nodes, req->req_id);
+    if (rc == RC_OK)
+        rc = notify_send_job(req->app, req->db, id, nodes, 1, req->req_id);
     rc = api_end(req, rc);
-    if (rc != RC_OK)
+    if (rc != RC_OK) {
+        json_decref(nodes);
         return rc;
+    }
+    json_array_foreach(nodes, i, n)
+    {
+        int64_t node_id;
+        if (db_parse_i64(json_string_value(json_object_get(n, "node_id")), &node_id) == RC_OK)
+            waiters_notify(req->app->waiters, node_id);
+    }
+    json_decref(nodes);
+    waiters_notify(req->app->waiters, -id);
     app_wake_scheduler(req->app);
     if ((rc = db_job_get(req->db, id, &row, req->req_id)) != RC_OK)
         return rc;

@@ -29,6 +29,7 @@ struct srv_app {
     struct cache *page_cache;      /* job-list answers (cache.h); owned by main */
     struct MHD_Daemon *daemon;     /* owned by http.c */
     struct audit_key *audit_key;   /* Ed25519 audit signing key (audit_sign.h); owned by main */
+    char replica_id[16];           /* random tag of this process in NOTIFY payloads (notify.h) */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;

@@ -23,6 +23,7 @@
 #include "http.h"
 #include "log.h"
 #include "monitor.h"
+#include "notify.h"
 #include "ratelimit.h"
 #include "sched_loop.h"
 #include "srv.h"
@@ -107,6 +108,7 @@ int main(int argc, char **argv)
     struct monitor *monitor = NULL;
     struct webhooks *hooks = NULL;
     struct audit_keeper *keeper = NULL;
+    struct notify_listener *listener = NULL;
     enum rc rc;
 
     err_init(&e);
@@ -172,13 +174,17 @@ int main(int argc, char **argv)
     if (app.login_limit == NULL || app.addr_limit == NULL || app.waiters == NULL ||
         app.auth_cache == NULL || app.page_cache == NULL)
         goto out;
+    /* Tags this process's NOTIFY payloads so its listener skips them. */
+    if (crypto_random_token("", 9, app.replica_id, sizeof(app.replica_id)) != RC_OK)
+        goto out;
     if (http_start(&app) != RC_OK)
         goto out;
     if (sched_loop_start(&app, &sched) != RC_OK || monitor_start(&app, &monitor) != RC_OK ||
-        webhooks_start(&app, &hooks) != RC_OK || audit_keeper_start(&app, &keeper) != RC_OK)
+        webhooks_start(&app, &hooks) != RC_OK || audit_keeper_start(&app, &keeper) != RC_OK ||
+        notify_listener_start(&app, &listener) != RC_OK)
         goto out;
-    LOG_INFO("main", "trainyard-server ready", "port=%d schema=%d", http_port(&app),
-             db_schema_version_known());
+    LOG_INFO("main", "trainyard-server ready", "port=%d schema=%d replica=%s", http_port(&app),
+             db_schema_version_known(), app.replica_id);
     sigwait(&sigs, &sig);
     LOG_INFO("main", "stopping", "signal=%d", sig);
     status = 0;
@@ -188,6 +194,7 @@ out:
     monitor_stop(monitor);
     webhooks_stop(hooks);
     audit_keeper_stop(keeper);
+    notify_listener_stop(listener); /* it calls into the waiters */
     if (app.waiters != NULL)
         waiters_stop(app.waiters);
     http_stop(&app, 10000);

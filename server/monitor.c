@@ -15,6 +15,7 @@
 #include "db_webhooks.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "notify.h"
 #include "waiters.h"
 
 struct monitor {
@@ -62,6 +63,11 @@ static void check_nodes(struct monitor *m, PGconn *c)
     {
         if (rc == RC_OK)
             rc = handle_lost_node(c, node, m->app->cfg->node_timeout_s);
+    }
+    /* As below, for the other replicas (delivered at commit). */
+    if (rc == RC_OK && json_array_size(lost) > 0) {
+        const int64_t all = 0;
+        rc = notify_send(m->app, c, &all, 1, 1, "monitor");
     }
     if (rc == RC_OK)
         rc = db_commit(c);

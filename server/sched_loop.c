@@ -13,6 +13,7 @@
 #include "db.h"
 #include "db_sched.h"
 #include "log.h"
+#include "notify.h"
 #include "sched.h"
 #include "srv.h"
 #include "waiters.h"
@@ -67,6 +68,11 @@ static void one_pass(struct sched_loop *loop, PGconn *c)
                  (long long)(srv_mono_us() - t0));
     for (size_t i = 0; i < ntouched; i++)
         waiters_notify(loop->app->waiters, loop->touched[i]);
+    /* Workers long-polling other replicas: db_sched_apply() has committed,
+     * so this NOTIFY goes right after, on the same connection. A failure is
+     * logged there; those workers then learn at their poll's deadline. */
+    if (ntouched > 0)
+        (void)notify_send(loop->app, c, loop->touched, ntouched, 0, "sched");
     db_sched_snapshot_free(&snap);
 }
 

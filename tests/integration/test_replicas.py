@@ -1,12 +1,17 @@
 """Two server replicas on one database: only the leader schedules (advisory
-lock); when it stops, the other takes over. No GPU is ever booked twice."""
+lock); when it stops, the other takes over. No GPU is ever booked twice.
+Wake-ups cross replicas (LISTEN/NOTIFY): a worker long-polling the replica
+that does not lead gets its placement at once."""
 import os
+import shutil
 import sys
+import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import ADMIN_PASSWORD, Client, Database, Server, wait_for  # noqa: E402
+from harness import ADMIN_PASSWORD, Client, Database, Server, Worker, wait_for  # noqa: E402
 
 
 class ReplicaTest(harness.unittest.TestCase):
@@ -70,6 +75,87 @@ class ReplicaTest(harness.unittest.TestCase):
                 if s.proc.poll() is None:
                     s.stop()
             db.close()
+
+    def test_wake_ups_cross_replicas(self):
+        """A job submitted on the follower wakes the leader; the leader's
+        placement wakes the worker long-polling the follower (its poll waits
+        30 s); output and exit shipped to the follower wake a log follower on
+        the leader (whose keep-alive is 15 s). Periodic passes are pushed out
+        of the test's reach, so only wake-ups can make it pass. The listeners
+        lose their connections first and must reconnect."""
+        db = Database()
+        shared = tempfile.mkdtemp(prefix="ty-rep-")
+        os.chmod(shared, 0o755)
+        args = ("--sched-interval-ms", "60000", "--storage-root", shared)
+        a = Server(db, args=args)
+        b = Server(db, args=args, admin=False)
+        worker = None
+        try:
+            wait_for(lambda: any("this replica leads scheduling" in s.log_text() for s in (a, b)),
+                     timeout=20, what="a leader")
+            leader = a if "this replica leads scheduling" in a.log_text() else b
+            follower = b if leader is a else a
+            admin = Client(follower.url)
+            self.assertEqual(admin.login("admin", ADMIN_PASSWORD)[0], 200)
+            self.assertEqual(admin.post("/api/v1/teams", {"name": "wake"})[0], 201)
+            st, tok, _ = admin.post("/api/v1/nodes/join-tokens", {"uses": 1})
+            self.assertEqual(st, 201, tok)
+            worker = Worker(follower.url, tok["token"], "wake-node", gpus=1, allowed_root=shared)
+            wait_for(lambda: db.sql("SELECT count(*) FROM nodes n JOIN gpus g ON g.node_id = n.id "
+                                    "WHERE n.state = 'ready'")[0][0] == "1",
+                     timeout=30, what="the worker to register")
+            # Both listeners come back after losing their connections.
+            q = ("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND "
+                 "application_name = 'trainyard-server-notify'")
+            old = wait_for(lambda: (lambda p: p if len(p) == 2 else None)({r[0] for r in db.sql(q)}),
+                           timeout=20, what="both listeners")
+            db.sql("SELECT pg_terminate_backend(pid) FROM (%s) l" % q)
+            wait_for(lambda: (lambda p: len(p) == 2 and not p & old)({r[0] for r in db.sql(q)}),
+                     timeout=20, what="both listeners to reconnect")
+            time.sleep(1)  # the worker's long-poll (wait=30) is now parked on the follower
+            t0 = time.time()
+            st, job, _ = admin.post("/api/v1/jobs", {
+                "name": "wake", "team": "wake", "resources": {"gpus": 1}, "max_restarts": 0,
+                "command": ["/usr/bin/python3", os.path.join(os.path.abspath(harness.SRC),
+                                                             "examples", "sleep_rank.py"),
+                            "--seconds", "1"]})
+            self.assertEqual(st, 201, job)
+            got = {}
+
+            def follow():
+                c = Client(leader.url)
+                c.cookie, c.csrf = admin.cookie, admin.csrf
+                got["resp"] = c.get("/api/v1/jobs/%s/logs?follow=1" % job["id"])
+                got["t"] = time.time()
+            t = threading.Thread(target=follow, daemon=True)
+            t.start()
+
+            def state():
+                return admin.get("/api/v1/jobs/" + job["id"])[1]["state"]
+            try:
+                wait_for(lambda: state() in ("RUNNING", "SUCCEEDED"), timeout=10,
+                         what="the job to run well before the worker's poll times out")
+            except AssertionError:
+                print(worker.log_tail(30))
+                raise
+            self.assertEqual(wait_for(lambda: (lambda s: s if s in ("SUCCEEDED", "FAILED") else
+                                               None)(state()), timeout=20, what="the job to end"),
+                             "SUCCEEDED")
+            t.join(timeout=30)
+            self.assertFalse(t.is_alive(), "the log follower on the leader did not end")
+            st, sse, _ = got["resp"]
+            self.assertEqual(st, 200)
+            self.assertIn("event: log", sse)
+            self.assertIn('event: end\ndata: {"state":"SUCCEEDED"}', sse)
+            self.assertLess(got["t"] - t0, 12, "the log follower waited for its keep-alive")
+        finally:
+            if worker is not None:
+                worker.stop()
+            for s in (a, b):
+                if s.proc.poll() is None:
+                    s.stop()
+            db.close()
+            shutil.rmtree(shared, ignore_errors=True)
 
 
 if __name__ == "__main__":
