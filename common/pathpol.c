@@ -583,9 +583,12 @@ static int has_dotdot(const char *in, size_t len)
 
 /*
  * realpath(3) of norm, or of its longest existing ancestor with the missing
- * rest appended. Fills res (size PATHPOL_BUF_SIZE).
+ * rest appended. Fills res (size PATHPOL_BUF_SIZE). RC_ERETRY when the first
+ * missing component appeared meanwhile as something other than a link
+ * (another process, say a worker of the same job on a shared file system,
+ * made it): the caller resolves again.
  */
-static enum rc resolve(const char *norm, char *res, size_t res_size, struct err *e)
+static enum rc resolve_once(const char *norm, char *res, size_t res_size, struct err *e)
 {
     char cur[PATHPOL_BUF_SIZE];
     char probe[PATHPOL_BUF_SIZE];
@@ -624,7 +627,9 @@ static enum rc resolve(const char *norm, char *res, size_t res_size, struct err 
             goto out;
         }
         if (lstat(probe, &st) == 0) {
-            rc = refuse(e, "path has a dangling symbolic link", norm, strlen(norm));
+            rc = S_ISLNK(st.st_mode)
+                     ? refuse(e, "path has a dangling symbolic link", norm, strlen(norm))
+                     : RC_ERETRY;
             goto out;
         }
     }
@@ -636,6 +641,17 @@ static enum rc resolve(const char *norm, char *res, size_t res_size, struct err 
     rc = RC_OK;
 out:
     free(real);
+    return rc;
+}
+
+static enum rc resolve(const char *norm, char *res, size_t res_size, struct err *e)
+{
+    enum rc rc = RC_ERETRY;
+
+    for (int tries = 0; rc == RC_ERETRY && tries < 8; tries++)
+        rc = resolve_once(norm, res, res_size, e);
+    if (rc == RC_ERETRY)
+        rc = refuse(e, "path keeps changing while it is checked", norm, strlen(norm));
     return rc;
 }
 
