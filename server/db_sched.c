@@ -395,6 +395,14 @@ enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
         }
         if (rc == RC_OK)
             rc = db_alloc_release_job(c, pe->job_id, "preempted", "sched");
+        /* Its workers stop the ranks as soon as their polls answer. */
+        for (size_t r = 0; rc == RC_OK && r < s->cluster.nrunning; r++) {
+            const struct sched_running *run = &s->cluster.running[r];
+            if (run->job_id != pe->job_id)
+                continue;
+            for (size_t a = 0; a < run->nallocs; a++)
+                touch(run->allocs[a].node_id, nodes_touched, nodes_max, nnodes_touched);
+        }
     }
     for (size_t i = 0; rc == RC_OK && i < d->nplacements; i++)
         if (d->placements[i].nallocs > 0)

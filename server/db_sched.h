@@ -40,7 +40,8 @@ void db_sched_snapshot_free(struct db_sched_snapshot *s);
  * placements (attempt, allocations, job -> PLACED), each audited. Jobs whose
  * state changed since the snapshot are skipped. Each attempt gets a random
  * rendezvous port in [port_min, port_max]. *placed receives the number
- * of jobs placed; nodes_touched (array of nnodes_max) the node ids to wake.
+ * of jobs placed; nodes_touched (array of nnodes_max) the node ids to wake:
+ * those of new placements and those whose ranks were preempted.
  */
 enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
                        const struct sched_decisions *d, int port_min, int port_max, int *placed,
