@@ -14,6 +14,7 @@
 #include "db_audit.h"
 #include "db_auth.h"
 #include "db_users.h"
+#include "notify.h"
 
 /* [a-z0-9][a-z0-9._-]* of at most 64 bytes: safe in URLs, logs and audit targets. */
 static int valid_slug(const char *s, int allow_dot)
@@ -233,6 +234,9 @@ enum rc api_team_create(struct srv_req *req)
         rc = audit_target(req, "team.create", "team", row, d);
         json_decref(d);
     }
+    /* Quotas and weights steer the leader's order, which may be elsewhere. */
+    if (rc == RC_OK)
+        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     rc = api_end(req, rc);
     if (rc != RC_OK) {
         json_decref(row);
@@ -305,6 +309,8 @@ enum rc api_team_update(struct srv_req *req)
     rc = db_team_update(req->db, id, quota, weight, &row, req->req_id);
     if (rc == RC_OK)
         rc = audit_target(req, "team.update", "team", row, req->body);
+    if (rc == RC_OK)
+        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     rc = api_end(req, rc);
     if (rc != RC_OK) {
         json_decref(row);
