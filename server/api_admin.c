@@ -228,15 +228,16 @@ enum rc api_team_create(struct srv_req *req)
         return rc;
     rc = db_team_create(req->db, name, quota < 0 ? 0 : quota, weight > 0 ? weight : 1.0, &row,
                         req->req_id);
+    /* Quotas and weights steer the leader's order, which may be elsewhere;
+     * sent before the audit event, which holds the chain's lock to COMMIT. */
+    if (rc == RC_OK)
+        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     if (rc == RC_OK) {
         d = json_pack("{s:s,s:O,s:O}", "name", name, "gpu_quota", json_object_get(row, "gpu_quota"),
                       "priority_weight", json_object_get(row, "priority_weight"));
         rc = audit_target(req, "team.create", "team", row, d);
         json_decref(d);
     }
-    /* Quotas and weights steer the leader's order, which may be elsewhere. */
-    if (rc == RC_OK)
-        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     rc = api_end(req, rc);
     if (rc != RC_OK) {
         json_decref(row);
@@ -308,9 +309,9 @@ enum rc api_team_update(struct srv_req *req)
         return rc;
     rc = db_team_update(req->db, id, quota, weight, &row, req->req_id);
     if (rc == RC_OK)
-        rc = audit_target(req, "team.update", "team", row, req->body);
-    if (rc == RC_OK)
         rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
+    if (rc == RC_OK)
+        rc = audit_target(req, "team.update", "team", row, req->body);
     rc = api_end(req, rc);
     if (rc != RC_OK) {
         json_decref(row);

@@ -77,6 +77,10 @@ enum rc api_job_submit(struct srv_req *req)
         goto out;
     rc = db_job_insert(req->db, spec, spec_json, team_id, req->who.user_id, actor, &comp, &row,
                        req->req_id);
+    /* The leader may be another replica (delivered at commit). Sent before
+     * the audit event, which takes the chain's lock until COMMIT. */
+    if (rc == RC_OK)
+        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     if (rc == RC_OK) {
         snprintf(target, sizeof(target), "job:%s", json_string_value(json_object_get(row, "id")));
         d = json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}", "name", spec->name, "team", spec->team, "gpus",
@@ -84,9 +88,6 @@ enum rc api_job_submit(struct srv_req *req)
                       "classification", comp.classification);
         rc = audit_append_req(req, "job.submit", target, "success", d);
     }
-    /* The leader may be another replica (delivered at commit). */
-    if (rc == RC_OK)
-        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     rc = api_end(req, rc);
     if (rc == RC_OK) {
         app_wake_scheduler(req->app);
