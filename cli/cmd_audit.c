@@ -33,7 +33,9 @@ static void verify_usage(FILE *f)
     fprintf(f, "usage: trainyard audit verify EXPORT --public-key FILE [--json]\n"
                "Check a signed audit export (JSON Lines or CSV; EXPORT - reads stdin) with\n"
                "the server's public key (PEM, base64, or the JSON of\n"
-               "GET /api/v1/audit/public-key).\n"
+               "GET /api/v1/audit/public-key). That JSON lists every key the server has\n"
+               "used (\"keys\"): given it, checkpoints signed before a key rotation verify\n"
+               "with the key they name.\n"
                "Exit status: 0 verified, 1 verification failed, 2 usage or I/O error or not\n"
                "an export.\n");
 }
@@ -84,19 +86,24 @@ static int parse_verify(int argc, char **argv, struct verify_opts *o, FILE *err)
     return 0;
 }
 
-/* Load the public key file; NULL after printing why to err. */
-static struct audit_key *load_key(const char *path, FILE *err)
+/* Load the public key file: a key ring (JSON with "keys") into *ring and
+ * *nring, or one key; -1 after printing why to err. */
+static int load_keys(const char *path, struct audit_key **key, struct audit_key ***ring,
+                     size_t *nring, FILE *err)
 {
-    struct audit_key *key = NULL;
     struct err e;
+    enum rc rc = RC_EINVAL;
     char *text = malloc(KEY_FILE_MAX + 1);
     size_t n = 0;
     FILE *f;
 
     err_init(&e);
+    *key = NULL;
+    *ring = NULL;
+    *nring = 0;
     if (text == NULL) {
         fprintf(err, "trainyard: out of memory\n");
-        return NULL;
+        return -1;
     }
     if ((f = fopen(path, "rb")) == NULL) {
         fprintf(err, "trainyard: cannot open public key %s: %s\n", path, strerror(errno));
@@ -107,14 +114,17 @@ static struct audit_key *load_key(const char *path, FILE *err)
         fprintf(err, "trainyard: cannot read public key %s: %s\n", path, strerror(errno));
     } else if (n > KEY_FILE_MAX) {
         fprintf(err, "trainyard: public key %s is larger than %d bytes\n", path, KEY_FILE_MAX);
-    } else if (audit_key_from_public(text, n, &key, &e) != RC_OK) {
+    } else if ((rc = verify_ring_from_public(text, n, ring, nring, &e)) == RC_ENOTFOUND &&
+               (rc = audit_key_from_public(text, n, key, &e)) != RC_OK) {
         fprintf(err, "trainyard: public key %s: %s\n", path, e.message);
-        key = NULL;
+        *key = NULL;
+    } else if (rc != RC_OK) {
+        fprintf(err, "trainyard: key ring %s: %s\n", path, e.message);
     }
     fclose(f);
 out:
     free(text);
-    return key;
+    return rc == RC_OK ? 0 : -1;
 }
 
 static void print_text(const struct verify_result *v, FILE *out)
@@ -176,7 +186,8 @@ static int print_json(const struct verify_result *v, FILE *out, FILE *err)
 static int cmd_audit_verify(int argc, char **argv, FILE *out, FILE *err)
 {
     struct verify_opts o;
-    struct audit_key *key = NULL;
+    struct audit_key *key = NULL, **ring = NULL;
+    size_t nring = 0;
     struct export_reader *r = NULL;
     struct verify_result v;
     struct err e;
@@ -188,7 +199,7 @@ static int cmd_audit_verify(int argc, char **argv, FILE *out, FILE *err)
         verify_usage(p > 0 ? out : err);
         return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     }
-    if ((key = load_key(o.key_path, err)) == NULL)
+    if (load_keys(o.key_path, &key, &ring, &nring, err) != 0)
         goto out;
     if (strcmp(o.export_path, "-") == 0) {
         fd = STDIN_FILENO;
@@ -200,7 +211,9 @@ static int cmd_audit_verify(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "trainyard: %s: %s\n", o.export_path, e.message);
         goto out;
     }
-    if ((rc = verify_export(r, key, &v)) != RC_OK) {
+    rc = ring != NULL ? verify_export_ring(r, (const struct audit_key *const *)ring, nring, &v)
+                      : verify_export(r, key, &v);
+    if (rc != RC_OK) {
         fprintf(err, "trainyard: %s: %s\n", o.export_path, v.message);
         goto out;
     }
@@ -212,6 +225,7 @@ out:
     if (fd > STDIN_FILENO)
         close(fd);
     audit_key_free(key);
+    verify_ring_free(ring, nring);
     return code;
 }
 

@@ -53,11 +53,13 @@ enum m_trust {
 };
 
 struct vstate {
-    struct export_reader *r;     /* borrowed */
-    const struct audit_key *key; /* borrowed */
-    struct verify_result *res;   /* borrowed; the verdict */
-    EVP_MD *sha;                 /* owned; fetched once */
-    EVP_MD_CTX *md;              /* owned; per-record hash */
+    struct export_reader *r;             /* borrowed */
+    const struct audit_key *key;         /* borrowed; the manifest's signer once found */
+    const struct audit_key *const *keys; /* borrowed; the ring (NULL: key alone) */
+    size_t nkeys;
+    struct verify_result *res; /* borrowed; the verdict */
+    EVP_MD *sha;               /* owned; fetched once */
+    EVP_MD_CTX *md;            /* owned; per-record hash */
 
     /* manifest: used only when m_ok (well formed, our key, signature valid) */
     const json_t *m;                  /* borrowed from the reader; NULL when absent or malformed */
@@ -445,21 +447,43 @@ static enum rc check_ends(struct vstate *st, int64_t mline)
     return RC_OK;
 }
 
+/* The ring key with id kid; NULL when there is none. */
+static const struct audit_key *ring_key(const struct vstate *st, const char *kid)
+{
+    for (size_t i = 0; i < st->nkeys; i++)
+        if (strcmp(audit_key_id(st->keys[i]), kid) == 0)
+            return st->keys[i];
+    return NULL;
+}
+
 static enum rc check_checkpoints(struct vstate *st, int64_t mline)
 {
-    const char *kid = audit_key_id(st->key);
-
     for (size_t k = 1; k <= st->ncps; k++) {
         const struct cp *c = NULL;
         for (size_t j = 0; j < st->ncps; j++) /* report in manifest order */
             if (st->cps[j].index == k)
                 c = &st->cps[j];
+        const char *ckid;
+        const struct audit_key *key = st->key;
         if (NEVER(c == NULL))
             continue;
-        if (!audit_verify_object(st->key, c->obj))
+        ckid = str_of(c->obj, "key_id");
+        if (st->keys != NULL && (key = ring_key(st, ckid)) == NULL)
+            return fail(st, VERIFY_SIGNATURE, mline, 0,
+                        "checkpoint %zu (event %lld) is signed by key %.32s, which is not in the "
+                        "given key ring",
+                        k, (long long)c->seq, ckid);
+        if (st->keys == NULL && strcmp(ckid, audit_key_id(key)) != 0 &&
+            !audit_verify_object(key, c->obj))
+            return fail(st, VERIFY_SIGNATURE, mline, 0,
+                        "checkpoint %zu (event %lld) is signed by key %.32s, not by the given key "
+                        "%s (give the key ring of GET /api/v1/audit/public-key after a key "
+                        "rotation)",
+                        k, (long long)c->seq, ckid, audit_key_id(key));
+        if (!audit_verify_object(key, c->obj))
             return fail(st, VERIFY_SIGNATURE, mline, 0,
                         "checkpoint %zu (event %lld) has no valid signature by key %s", k,
-                        (long long)c->seq, kid);
+                        (long long)c->seq, audit_key_id(key));
         if (st->m_count == 0 || c->seq < st->m_first - 1 || c->seq > st->m_last)
             return fail(st, VERIFY_MANIFEST, mline, 0,
                         "checkpoint %zu is for event %lld, outside the export's range", k,
@@ -493,6 +517,10 @@ static enum rc finish(struct vstate *st)
         return fail(st, VERIFY_MANIFEST, mline, 0, "%s", why);
     if (st->m_trust == M_BAD_FORM)
         return fail(st, VERIFY_MANIFEST, mline, 0, "%s", st->m_why);
+    if (st->m_trust == M_OTHER_KEY && st->keys != NULL)
+        return fail(st, VERIFY_SIGNATURE, mline, 0,
+                    "the export is signed by key %.32s, which is not in the given key ring",
+                    st->m_key_id);
     if (st->m_trust == M_OTHER_KEY)
         return fail(st, VERIFY_SIGNATURE, mline, 0,
                     "the export is signed by key %.32s, not by the given key %s", st->m_key_id,
@@ -509,8 +537,9 @@ static enum rc finish(struct vstate *st)
     return RC_OK;
 }
 
-enum rc verify_export(struct export_reader *r, const struct audit_key *key,
-                      struct verify_result *out)
+static enum rc verify_with(struct export_reader *r, const struct audit_key *key,
+                           const struct audit_key *const *keys, size_t nkeys,
+                           struct verify_result *out)
 {
     struct vstate st;
     enum rc rc;
@@ -519,6 +548,8 @@ enum rc verify_export(struct export_reader *r, const struct audit_key *key,
     memset(&st, 0, sizeof(st));
     st.r = r;
     st.key = key;
+    st.keys = keys;
+    st.nkeys = nkeys;
     st.res = out;
     out->format = export_reader_format(r);
     snprintf(out->key_id, sizeof(out->key_id), "%s", audit_key_id(key));
@@ -530,7 +561,13 @@ enum rc verify_export(struct export_reader *r, const struct audit_key *key,
     }
     /* Nothing the manifest says is used before its signature is verified. */
     if (export_reader_manifest(r, &st.m, NULL) == EXPORT_MANIFEST_OK) {
-        if (check_manifest(&st) != 0)
+        const struct audit_key *signer;
+        if (check_manifest(&st) == 0 && keys != NULL &&
+            (signer = ring_key(&st, st.m_key_id)) != NULL) {
+            st.key = key = signer;
+            snprintf(out->key_id, sizeof(out->key_id), "%s", audit_key_id(key));
+        }
+        if (st.m_why[0] != '\0')
             st.m_trust = M_BAD_FORM;
         else if (strcmp(st.m_key_id, audit_key_id(key)) != 0)
             st.m_trust = M_OTHER_KEY;
@@ -561,4 +598,88 @@ out:
     EVP_MD_CTX_free(st.md);
     EVP_MD_free(st.sha);
     return rc;
+}
+
+enum rc verify_export(struct export_reader *r, const struct audit_key *key,
+                      struct verify_result *out)
+{
+    return verify_with(r, key, NULL, 0, out);
+}
+
+enum rc verify_export_ring(struct export_reader *r, const struct audit_key *const *keys,
+                           size_t nkeys, struct verify_result *out)
+{
+    if (nkeys == 0) {
+        memset(out, 0, sizeof(*out));
+        snprintf(out->message, sizeof(out->message), "the key ring is empty");
+        return RC_EINVAL;
+    }
+    return verify_with(r, keys[nkeys - 1], keys, nkeys, out);
+}
+
+void verify_ring_free(struct audit_key **keys, size_t nkeys)
+{
+    for (size_t i = 0; keys != NULL && i < nkeys; i++)
+        audit_key_free(keys[i]);
+    free(keys);
+}
+
+enum rc verify_ring_from_public(const char *text, size_t len, struct audit_key ***keys,
+                                size_t *nkeys, struct err *e)
+{
+    json_t *doc = json_loadb(text, len, 0, NULL), *arr = json_object_get(doc, "keys");
+    struct audit_key **ring = NULL;
+    size_t n = 0, want;
+    enum rc rc = RC_OK;
+
+    *keys = NULL;
+    *nkeys = 0;
+    if (!json_is_object(doc) || arr == NULL) {
+        json_decref(doc);
+        return RC_ENOTFOUND;
+    }
+    want = json_array_size(arr);
+    if (!json_is_array(arr) || want == 0 || want > VERIFY_RING_MAX) {
+        json_decref(doc);
+        return err_set(e, RC_EINVAL, "keys", "\"keys\" is not an array of 1 to %d keys",
+                       VERIFY_RING_MAX);
+    }
+    if ((ring = calloc(want, sizeof(*ring))) == NULL) {
+        json_decref(doc);
+        return err_set(e, RC_ENOMEM, "", "out of memory");
+    }
+    for (n = 0; n < want && rc == RC_OK; n++) {
+        const json_t *k = json_array_get(arr, n);
+        const char *kid = json_string_value(json_object_get(k, "key_id"));
+        const char *pub = json_string_value(json_object_get(k, "public_key"));
+        if (kid == NULL || pub == NULL)
+            rc = err_set(e, RC_EINVAL, "keys", "key %zu of \"keys\" lacks key_id or public_key",
+                         n + 1);
+        else if (audit_key_from_public(pub, strlen(pub), &ring[n], NULL) != RC_OK)
+            rc = err_set(e, RC_EINVAL, "keys",
+                         "key %zu of \"keys\" (%.32s) is not an Ed25519 "
+                         "public key",
+                         n + 1, kid);
+        else if (strcmp(audit_key_id(ring[n]), kid) != 0)
+            rc = err_set(e, RC_EINVAL, "keys",
+                         "key %zu of \"keys\": key_id %.32s is not its key's id (%s)", n + 1, kid,
+                         audit_key_id(ring[n]));
+    }
+    if (rc == RC_OK && json_is_string(json_object_get(doc, "public_key"))) {
+        /* The document's current key must be one of its ring. */
+        const char *cur = json_string_value(json_object_get(doc, "public_key"));
+        size_t i = 0;
+        while (i < want && strcmp(audit_key_public_b64(ring[i]), cur) != 0)
+            i++;
+        if (i == want)
+            rc = err_set(e, RC_EINVAL, "public_key", "its public_key is not one of its \"keys\"");
+    }
+    json_decref(doc);
+    if (rc != RC_OK) {
+        verify_ring_free(ring, want);
+        return rc;
+    }
+    *keys = ring;
+    *nkeys = want;
+    return RC_OK;
 }

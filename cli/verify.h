@@ -4,12 +4,12 @@
  * docs/audit-export.md lays down.
  *
  * The manifest (read first by export_reader) is trusted only once its form,
- * key id and signature check out. Then one pass over the records: each event
- * line is checked against the line before it (link, hash, id); only when a
- * link does not hold does the verifier read up to VERIFY_LOOKAHEAD further
- * lines to tell a reordered line from a modified one. After the last line:
- * the manifest's faults if any, then the counts, ids and hashes at both
- * ends, the checkpoints and events_sha256. It stops at the first failure and
+ * key id and signature check out. With a key ring (keys from before a
+ * rotation too) each signature is checked with the key its key_id names. Then one pass over the
+ * records: each event line is checked against the line before it (link, hash, id); only when a link
+ * does not hold does the verifier read up to VERIFY_LOOKAHEAD further lines to tell a reordered
+ * line from a modified one. After the last line: the manifest's faults if any, then the counts, ids
+ * and hashes at both ends, the checkpoints and events_sha256. It stops at the first failure and
  * names it by line number and, where there is one, event id.
  *
  * Thread-safety: reentrant; one reader per call.
@@ -49,7 +49,7 @@ struct verify_result {
     int64_t events;                    /* event lines read */
     int64_t first_id, last_id;         /* ids of the first and last event (0: none) */
     size_t checkpoints;                /* checkpoints in the manifest (all verified when ok) */
-    char key_id[AUDIT_KEY_ID_LEN + 1]; /* the given key's id */
+    char key_id[AUDIT_KEY_ID_LEN + 1]; /* the given key's id (ring: verify_export_ring) */
     int64_t event_id;                  /* on failure: the event named (0: none) */
     int64_t line;                      /* on failure: the 1-based line named (0: none) */
     char message[320];                 /* on failure: what is wrong (lower case, no period) */
@@ -64,5 +64,34 @@ struct verify_result {
  */
 enum rc verify_export(struct export_reader *r, const struct audit_key *key,
                       struct verify_result *out) TY_WUR;
+
+/*
+ * The same with a key ring (every key the server has used, as the "keys"
+ * of GET /api/v1/audit/public-key; borrowed, at least one): the manifest
+ * must be signed by a key in the ring, and each checkpoint is verified with
+ * the ring key its key_id names (a key id not in the ring is a signature
+ * failure naming the checkpoint). out->key_id is the manifest's signer when
+ * it is in the ring, else the last (newest) key of the ring.
+ */
+enum rc verify_export_ring(struct export_reader *r, const struct audit_key *const *keys,
+                           size_t nkeys, struct verify_result *out) TY_WUR;
+
+/* Most keys a ring may hold. */
+#define VERIFY_RING_MAX 256
+
+/*
+ * The key ring in text: the JSON document of GET /api/v1/audit/public-key
+ * with a "keys" array whose members each have "key_id" and "public_key"
+ * (base64); each key id must be the id of its key, and the document's own
+ * "public_key" (the current key), when present, one of them. *keys (a new array of
+ * *nkeys new keys, oldest first) is freed with verify_ring_free().
+ * RC_ENOTFOUND when text is not such a document (no "keys": a single key,
+ * audit_key_from_public()), RC_EINVAL with e saying why when it is one but
+ * is malformed. e may be NULL.
+ */
+enum rc verify_ring_from_public(const char *text, size_t len, struct audit_key ***keys,
+                                size_t *nkeys, struct err *e) TY_WUR;
+
+void verify_ring_free(struct audit_key **keys, size_t nkeys);
 
 #endif

@@ -38,6 +38,7 @@
 #include "audit_sign.h"
 #include "db.h"
 #include "db_audit.h"
+#include "db_audit_keys.h"
 #include "db_audit_sign.h"
 #include "log.h"
 
@@ -110,13 +111,21 @@ enum rc api_audit_verify(struct srv_req *req)
 enum rc api_audit_public_key(struct srv_req *req)
 {
     const struct audit_key *key = req->app->audit_key;
-    char *pem = audit_key_public_pem(key);
-    json_t *body;
+    char *pem;
+    json_t *body, *keys = NULL;
+    enum rc rc;
 
-    if (pem == NULL)
+    if (srv_db(req) == NULL)
+        return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
+    /* The key ring: every key ever used, so older checkpoints verify. */
+    if ((rc = audit_keys_list(req->db, &keys, req->req_id)) != RC_OK)
+        return rc;
+    if ((pem = audit_key_public_pem(key)) == NULL) {
+        json_decref(keys);
         return RC_ENOMEM;
-    body = json_pack("{s:s,s:s,s:s,s:s}", "algorithm", "ed25519", "key_id", audit_key_id(key),
-                     "public_key", audit_key_public_b64(key), "pem", pem);
+    }
+    body = json_pack("{s:s,s:s,s:s,s:s,s:o}", "algorithm", "ed25519", "key_id", audit_key_id(key),
+                     "public_key", audit_key_public_b64(key), "pem", pem, "keys", keys);
     free(pem);
     if (body == NULL)
         return RC_ENOMEM;

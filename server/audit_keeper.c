@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "db.h"
+#include "db_audit_keys.h"
 #include "db_audit_sign.h"
 #include "log.h"
 #include "srv.h"
@@ -79,6 +80,27 @@ enum rc audit_keeper_load_key(const struct srv_config *cfg, struct audit_key **o
     LOG_INFO("audit", created ? "audit signing key created" : "audit signing key loaded",
              "key_id=%s path=\"%s\"", audit_key_id(*out), cfg->audit_key_path);
     return RC_OK;
+}
+
+enum rc audit_keeper_register_key(struct srv_app *app)
+{
+    char from[AUDIT_KEY_ID_LEN + 1] = "";
+    PGconn *c = db_acquire(app->db, 10000);
+    enum rc rc;
+
+    if (c == NULL) {
+        LOG_ERROR("audit", "cannot record the audit signing key: no database connection", "");
+        return RC_EUNAVAIL;
+    }
+    rc = audit_keys_register(c, app->audit_key, from);
+    db_release(app->db, c);
+    if (rc != RC_OK)
+        LOG_ERROR("audit", "cannot record the audit signing key", "rc=%s key_id=%s", rc_str(rc),
+                  audit_key_id(app->audit_key));
+    else if (from[0] != '\0')
+        LOG_WARN("audit", "audit signing key rotated", "from=%s to=%s", from,
+                 audit_key_id(app->audit_key));
+    return rc;
 }
 
 static int try_lead(PGconn *c)

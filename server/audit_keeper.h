@@ -33,6 +33,13 @@ struct audit_keeper;
  */
 enum rc audit_keeper_load_key(const struct srv_config *cfg, struct audit_key **out) TY_WUR;
 
+/*
+ * Record app->audit_key in the key ring (db_audit_keys.h): a key not seen
+ * before retires the current one, with an audit.key_rotated event. Logs the
+ * rotation. Main thread, after audit_keeper_load_key().
+ */
+enum rc audit_keeper_register_key(struct srv_app *app) TY_WUR;
+
 /* Start the thread; app->audit_key must be set. *out freed by audit_keeper_stop. */
 enum rc audit_keeper_start(struct srv_app *app, struct audit_keeper **out) TY_WUR;
 

@@ -169,32 +169,57 @@ enum rc audit_list(PGconn *conn, const char *action, const char *actor, const ch
     return rc;
 }
 
-/* Why checkpoint row i (id, seq, hash, key_id, signed) is not a valid
- * checkpoint of an event whose hash is want; NULL when it is. *other_key
- * is set when it was signed by another key (nothing checked then). */
+/* The key that signed checkpoint row i: key when its key_id is key's, else
+ * the audit_keys public key in column 5 (NULL when the key id is unknown
+ * there). A key made here is put in *owned (free it). */
+static const struct audit_key *checkpoint_key(const struct audit_key *key, const PGresult *res,
+                                              int i, struct audit_key **owned)
+{
+    const char *b64;
+
+    *owned = NULL;
+    if (strcmp(PQgetvalue(res, i, 3), audit_key_id(key)) == 0)
+        return key;
+    if (PQgetisnull(res, i, 5))
+        return NULL;
+    b64 = PQgetvalue(res, i, 5);
+    if (audit_key_from_public(b64, strlen(b64), owned, NULL) != RC_OK)
+        return NULL;
+    if (strcmp(audit_key_id(*owned), PQgetvalue(res, i, 3)) != 0) {
+        audit_key_free(*owned);
+        *owned = NULL;
+    }
+    return *owned;
+}
+
+/* Why checkpoint row i (id, seq, hash, key_id, signed, audit_keys.public_key)
+ * is not a valid checkpoint of an event whose hash is want; NULL when it is.
+ * It is verified with the key its key_id names (key, or one in audit_keys). */
 static const char *checkpoint_fault(const struct audit_key *key, const PGresult *res, int i,
-                                    const char *want, int *other_key)
+                                    const char *want)
 {
     const char *seq = PQgetvalue(res, i, 1), *hash = PQgetvalue(res, i, 2);
+    struct audit_key *owned = NULL;
+    const struct audit_key *signer = checkpoint_key(key, res, i, &owned);
     json_t *obj;
     const char *why = NULL;
 
-    *other_key = 0;
-    if (strcmp(PQgetvalue(res, i, 3), audit_key_id(key)) != 0) {
-        *other_key = 1;
-        return NULL;
-    }
+    if (signer == NULL)
+        return "checkpoint signed by a key id that is not in audit_keys";
     obj = json_loads(PQgetvalue(res, i, 4), 0, NULL);
-    if (obj == NULL || !audit_verify_object(key, obj))
+    if (obj == NULL || !audit_verify_object(signer, obj))
         why = "checkpoint signature does not verify";
     else if (!json_is_string(json_object_get(obj, "seq")) ||
              strcmp(json_string_value(json_object_get(obj, "seq")), seq) != 0 ||
              !json_is_string(json_object_get(obj, "hash")) ||
-             strcmp(json_string_value(json_object_get(obj, "hash")), hash) != 0)
+             strcmp(json_string_value(json_object_get(obj, "hash")), hash) != 0 ||
+             !json_is_string(json_object_get(obj, "key_id")) ||
+             strcmp(json_string_value(json_object_get(obj, "key_id")), PQgetvalue(res, i, 3)) != 0)
         why = "checkpoint row differs from its signed object";
     else if (want == NULL || strcmp(want, hash) != 0)
         why = "checkpoint hash differs from the event's hash";
     json_decref(obj);
+    audit_key_free(owned);
     return why;
 }
 
@@ -204,21 +229,19 @@ static enum rc verify_base(PGconn *conn, const struct audit_key *key,
                            const char *req_id)
 {
     PGresult *res = db_exec(conn,
-                            "SELECT id, seq, hash, key_id, signed FROM audit_checkpoints "
-                            "WHERE kind = 'retention' ORDER BY seq DESC, id DESC LIMIT 1",
+                            "SELECT c.id, c.seq, c.hash, c.key_id, c.signed, k.public_key "
+                            "FROM audit_checkpoints c LEFT JOIN audit_keys k USING (key_id) "
+                            "WHERE c.kind = 'retention' ORDER BY c.seq DESC, c.id DESC LIMIT 1",
                             0, NULL);
     enum rc rc = db_result_rc(res, req_id);
     const char *why;
-    int other;
 
     if (rc == RC_OK && PQntuples(res) == 1) {
         if (db_parse_i64(PQgetvalue(res, 0, 1), &out->from_seq) != RC_OK) {
             rc = RC_EINTERNAL;
         } else {
             snprintf(prev, CRYPTO_SHA256_HEX_LEN + 1, "%s", PQgetvalue(res, 0, 2));
-            why = checkpoint_fault(key, res, 0, PQgetvalue(res, 0, 2), &other);
-            if (other)
-                why = "the retention checkpoint was signed by another key";
+            why = checkpoint_fault(key, res, 0, PQgetvalue(res, 0, 2));
             if (why != NULL) {
                 out->reason = why;
                 out->bad_id = out->from_seq + 1;
@@ -290,7 +313,8 @@ static enum rc verify_events(PGconn *conn, struct audit_verify_result *out,
     return rc;
 }
 
-/* Every checkpoint from the base on: signed by key, vouching for its event. */
+/* Every checkpoint from the base on: signed by the key its key_id names
+ * (key, or one in audit_keys), vouching for its event. */
 static enum rc verify_checkpoints(PGconn *conn, const struct audit_key *key,
                                   struct audit_verify_result *out, const char *base_hash,
                                   const char *req_id)
@@ -302,21 +326,19 @@ static enum rc verify_checkpoints(PGconn *conn, const struct audit_key *key,
 
     snprintf(from, sizeof(from), "%lld", (long long)out->from_seq);
     res = db_exec(conn,
-                  "SELECT c.id, c.seq, c.hash, c.key_id, c.signed, e.hash FROM audit_checkpoints c "
+                  "SELECT c.id, c.seq, c.hash, c.key_id, c.signed, k.public_key, e.hash "
+                  "FROM audit_checkpoints c LEFT JOIN audit_keys k USING (key_id) "
                   "LEFT JOIN audit_events e ON e.id = c.seq WHERE c.seq >= $1::bigint "
                   "ORDER BY c.id",
                   1, p);
     if ((rc = db_result_rc(res, req_id)) == RC_OK) {
         for (int i = 0; i < PQntuples(res) && out->bad_checkpoint_id == 0; i++) {
             int64_t seq = strtoll(PQgetvalue(res, i, 1), NULL, 10);
-            const char *want = PQgetisnull(res, i, 5) ? NULL : PQgetvalue(res, i, 5);
+            const char *want = PQgetisnull(res, i, 6) ? NULL : PQgetvalue(res, i, 6);
             const char *why;
-            int other;
             if (seq == out->from_seq)
                 want = base_hash;
-            why = checkpoint_fault(key, res, i, want, &other);
-            if (other)
-                continue;
+            why = checkpoint_fault(key, res, i, want);
             out->checkpoints++;
             if (why != NULL) {
                 out->bad_checkpoint_id = strtoll(PQgetvalue(res, i, 0), NULL, 10);

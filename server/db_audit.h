@@ -67,9 +67,10 @@ struct audit_verify_result {
  * Recompute the chain from the database and check every link, in one
  * REPEATABLE READ snapshot (conn must be idle; the transaction ends before
  * return). The chain starts from the newest retention checkpoint (its seq
- * and hash), whose signature must verify with key, or from genesis. Then
- * every checkpoint from there on must carry key's valid signature (those of
- * another key id are not counted) and the hash of its event. For tests and
+ * and hash), or from genesis. Every checkpoint from there on must carry a
+ * valid signature by the key its key_id names (key, or a key of audit_keys
+ * from before a rotation; an unknown key id is a failure) and the hash of
+ * its event. For tests and
  * the "verify" endpoint; reads in pages.
  */
 enum rc audit_verify_db(PGconn *conn, const struct audit_key *key, struct audit_verify_result *out,

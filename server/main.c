@@ -164,7 +164,8 @@ int main(int argc, char **argv)
     }
     /* Without a usable signing key the audit trail cannot be exported or
      * checkpointed: refuse to start rather than run unsigned. */
-    if (audit_keeper_load_key(&cfg, &app.audit_key) != RC_OK)
+    if (audit_keeper_load_key(&cfg, &app.audit_key) != RC_OK ||
+        audit_keeper_register_key(&app) != RC_OK)
         goto out;
     app.login_limit = ratelimit_new(cfg.login_max_failures, cfg.login_window_s);
     app.addr_limit = ratelimit_new(cfg.login_max_failures * 5, cfg.login_window_s);

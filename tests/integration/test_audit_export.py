@@ -223,7 +223,10 @@ class AuditCase(ServerTest):
             with open(exp, "wb") as f:
                 f.write(data)
             with open(pub, "w") as f:
-                json.dump(key, f)
+                if isinstance(key, str):  # PEM or base64 as it is
+                    f.write(key)
+                else:
+                    json.dump(key, f)
             out = subprocess.run([harness.CLI_BIN, "audit", "verify", exp, "--public-key", pub,
                                   "--json"], capture_output=True, text=True, timeout=120)
             return out.returncode, out.stdout, out.stderr
@@ -269,6 +272,12 @@ class ExportTest(AuditCase):
         # The PEM holds the same key: its DER ends with the raw 32 bytes.
         der = base64.b64decode("".join(key["pem"].strip().splitlines()[1:-1]))
         self.assertEqual(der[-32:], raw)
+        # The key ring: one key so far, current.
+        self.assertEqual(len(key["keys"]), 1, key)
+        ring = key["keys"][0]
+        self.assertEqual((ring["key_id"], ring["public_key"], ring["retired_at"]),
+                         (key["key_id"], key["public_key"], None))
+        self.assertRegex(ring["created_at"], r"^\d{4}-\d\d-\d\dT")
         path = os.path.join(self.server.dir, "audit-signing.pem")
         self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
         self.assertIn("key_id=" + key["key_id"], self.server.log_text())
@@ -446,8 +455,13 @@ class ExportTest(AuditCase):
                 other = dict(key, public_key=base64.b64encode(b"\x01" * 32).decode())
                 other.pop("pem")
                 other.pop("key_id")
+                ring = other.pop("keys")
                 rc, out, err = self.run_cli(data, other, suffix)
                 self.assertEqual(rc, 1, out + err)
+                # A key ring whose current key is not in its "keys" is refused.
+                rc, out, err = self.run_cli(data, dict(other, keys=ring), suffix)
+                self.assertEqual(rc, 2, out + err)
+                self.assertIn("key ring", err)
 
 
 class ExportLimitTest(AuditCase):
@@ -734,6 +748,117 @@ class RetentionTest(AuditCase):
                            "DELETE FROM audit_events WHERE id = 31; COMMIT")
         self.assertFalse(ok)
         self.assertIn("append-only", err)
+
+
+class KeyRotationTest(AuditCase):
+    """Rotation: stop, move the key file away, start (a new key is made).
+    Checkpoints and exports of the old key stay verifiable with the key ring
+    of GET /api/v1/audit/public-key."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.db = harness.Database()
+        cls.key_dir = tempfile.mkdtemp(prefix="ty-rotate-")
+        cls.key_path = os.path.join(cls.key_dir, "audit-signing.pem")
+        cls.start()
+
+    @classmethod
+    def start(cls):
+        cls.server = Server(cls.db, args=("--audit-checkpoint-interval-s", "1",
+                                          "--audit-key-path", cls.key_path))
+        cls.admin = Client(cls.server.url)
+        st, body = cls.admin.login("admin", harness.ADMIN_PASSWORD)
+        assert st == 200, body
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.key_dir, ignore_errors=True)
+
+    def wait_checkpoint_of_head(self):
+        head = int(self.db.sql("SELECT seq FROM audit_head")[0][0])
+        harness.wait_for(lambda: int(self.db.sql(
+            "SELECT coalesce(max(seq), 0) FROM audit_checkpoints")[0][0]) >= head,
+            timeout=30, what="a checkpoint of the head")
+
+    def test_rotation(self):
+        cls = type(self)
+        self.make_events(6, "rot-a")
+        self.wait_checkpoint_of_head()
+        old = self.public_key()
+        self.assertEqual([k["key_id"] for k in old["keys"]], [old["key_id"]])
+        self.assertIsNone(old["keys"][0]["retired_at"])
+        old_export = self.export()[0]
+        # Rotate: stop, move the key away (kept), start: a new key is made.
+        cls.server.stop()
+        os.rename(cls.key_path, cls.key_path + ".retired")
+        cls.start()
+        self.assertIn("audit signing key rotated", cls.server.log_text())
+        self.make_events(6, "rot-b")
+        self.wait_checkpoint_of_head()
+        new = self.public_key()
+        self.assertNotEqual(new["key_id"], old["key_id"])
+        ring = new["keys"]
+        self.assertEqual([k["key_id"] for k in ring], [old["key_id"], new["key_id"]])
+        self.assertEqual(ring[0]["public_key"], old["public_key"])
+        self.assertIsNotNone(ring[0]["retired_at"])
+        self.assertIsNone(ring[1]["retired_at"])
+        self.assertEqual(ring[1]["public_key"], new["public_key"])
+        # The rotation is in the audit trail.
+        rows = [r for r in self.audit_rows() if r["action"] == "audit.key_rotated"]
+        self.assertEqual(len(rows), 1, rows)
+        details = rows[0]["details"]
+        if isinstance(details, str):
+            details = json.loads(details)
+        self.assertEqual(details, {"from": old["key_id"], "to": new["key_id"]})
+        # Checkpoints of both keys; the server checks each with its own key.
+        kids = {r[0] for r in self.db.sql("SELECT DISTINCT key_id FROM audit_checkpoints")}
+        self.assertEqual(kids, {old["key_id"], new["key_id"]})
+        st, v, _ = self.admin.get("/api/v1/audit/verify")
+        self.assertEqual(st, 200, v)
+        self.assertTrue(v["valid"], v)
+        n_cps = int(self.db.sql("SELECT count(*) FROM audit_checkpoints")[0][0])
+        self.assertEqual(v["checkpoints_checked"], n_cps, v)
+        # The ring is append-only but for retiring a key once.
+        for q in ("DELETE FROM audit_keys",
+                  "UPDATE audit_keys SET retired_at = NULL",
+                  "UPDATE audit_keys SET public_key = 'x' WHERE retired_at IS NULL"):
+            ok, err = psql_try(self.db.url, q)
+            self.assertFalse(ok, q)
+            self.assertIn("append-only", err)
+        # Offline: the full export verifies with the ring, not with the new key alone.
+        data = self.export()[0]
+        _, m = parse_export(data, "jsonl")[:2]
+        self.assertEqual(m["key_id"], new["key_id"])
+        first_old = next(i for i, c in enumerate(m["checkpoints"], 1)
+                         if c["key_id"] == old["key_id"])
+        rc, out, err = self.run_cli(data, new)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(json.loads(out)["key_id"], new["key_id"])
+        rc, out, err = self.run_cli(data, new["pem"])
+        self.assertEqual(rc, 1, out + err)
+        verdict = json.loads(out)
+        self.assertEqual(verdict["kind"], "signature", verdict)
+        self.assertIn("checkpoint %d " % first_old, verdict["message"])
+        self.assertIn(old["key_id"], verdict["message"])
+        # An export made before the rotation verifies with the ring as well.
+        rc, out, err = self.run_cli(old_export, new)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(json.loads(out)["key_id"], old["key_id"])
+        # A ring without the old key names the checkpoint and its key id.
+        rc, out, err = self.run_cli(data, dict(new, keys=new["keys"][1:]))
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("not in the given key ring", json.loads(out)["message"])
+        # A checkpoint by a key id the server does not know is invalid.
+        psql(self.db.url, "ALTER TABLE audit_checkpoints DISABLE TRIGGER audit_checkpoints_no_update;"
+             "UPDATE audit_checkpoints SET key_id = '0123456789abcdef' WHERE id = "
+             "(SELECT min(id) FROM audit_checkpoints);"
+             "ALTER TABLE audit_checkpoints ENABLE TRIGGER audit_checkpoints_no_update")
+        st, v, _ = self.admin.get("/api/v1/audit/verify")
+        self.assertFalse(v["valid"], v)
+        self.assertIn("not in audit_keys", v["reason"])
 
 
 if __name__ == "__main__":

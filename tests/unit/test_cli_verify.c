@@ -29,9 +29,10 @@
 #define TS_BASE_US 1767225600000000LL
 
 static char g_dir[] = "/tmp/ty-test-cli-XXXXXX";
-static struct audit_key *g_key;   /* signs */
-static struct audit_key *g_pub;   /* the same key, public half only */
-static struct audit_key *g_other; /* another key */
+static struct audit_key *g_key;       /* signs */
+static struct audit_key *g_pub;       /* the same key, public half only */
+static struct audit_key *g_other;     /* another key */
+static struct audit_key *g_cp_signer; /* when set: signs the checkpoints (a rotated-out key) */
 
 /* ---- fixtures ------------------------------------------------------------ */
 
@@ -61,7 +62,8 @@ static int group_teardown(void **state)
     audit_key_free(g_key);
     audit_key_free(g_pub);
     audit_key_free(g_other);
-    const char *names[] = {"a.pem", "b.pem", "pub.pem", "pub.b64", "pub.json", "x.jsonl"};
+    const char *names[] = {"a.pem",    "b.pem",     "pub.pem", "pub.b64",
+                           "pub.json", "ring.json", "x.jsonl"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", g_dir, names[i]);
         unlink(path);
@@ -122,8 +124,9 @@ static void make_export(const struct spec *s, struct buf *b)
         crypto_sha256_hex("removed", 7, prev);
     assert_int_equal(export_writer_new(out, s->format, g_key, prev, NULL, NULL, &w), RC_OK);
     if (s->first_id > 1) {
-        assert_int_equal(
-            export_checkpoint_new(g_key, s->first_id - 1, prev, "retention", NULL, &cp), RC_OK);
+        assert_int_equal(export_checkpoint_new(g_cp_signer ? g_cp_signer : g_key, s->first_id - 1,
+                                               prev, "retention", NULL, &cp),
+                         RC_OK);
         assert_int_equal(export_writer_checkpoint(w, cp), RC_OK);
         json_decref(cp);
     }
@@ -137,8 +140,9 @@ static void make_export(const struct spec *s, struct buf *b)
         assert_int_equal(export_writer_event(w, &f, hash), RC_OK);
         json_decref(d);
         if ((s->cp_every > 0 && id % s->cp_every == 0) || id == s->bad_cp_seq) {
-            assert_int_equal(export_checkpoint_new(g_key, id, id == s->bad_cp_seq ? last : hash,
-                                                   "periodic", NULL, &cp),
+            assert_int_equal(export_checkpoint_new(g_cp_signer ? g_cp_signer : g_key, id,
+                                                   id == s->bad_cp_seq ? last : hash, "periodic",
+                                                   NULL, &cp),
                              RC_OK);
             assert_int_equal(export_writer_checkpoint(w, cp), RC_OK);
             json_decref(cp);
@@ -1078,6 +1082,165 @@ static void test_cli(void **state)
     free(b.data);
 }
 
+/* ---- key rotation: a key ring ------------------------------------------- */
+
+static struct verify_result verify_ring_buf(const struct buf *b,
+                                            const struct audit_key *const *keys, size_t n)
+{
+    struct export_reader *r = NULL;
+    struct verify_result v;
+    struct err e;
+
+    err_init(&e);
+    if (export_reader_open_mem(b->data, b->len, &r, &e) != RC_OK)
+        fail_msg("open: %s", e.message);
+    assert_int_equal(verify_export_ring(r, keys, n, &v), RC_OK);
+    export_reader_free(r);
+    return v;
+}
+
+/* Checkpoints by the old key (g_other), the manifest by the new (g_key). */
+static struct buf rotated_export(enum export_format f, int64_t first_id)
+{
+    struct spec s = {f, first_id, N_EVENTS, 10, 0, NULL};
+    struct buf b;
+
+    g_cp_signer = g_other;
+    make_export(&s, &b);
+    g_cp_signer = NULL;
+    return b;
+}
+
+/* The JSON of GET /api/v1/audit/public-key after a rotation from g_other to g_key. */
+static void ring_doc(char *doc, size_t size, const char *old_id)
+{
+    snprintf(doc, size,
+             "{\"algorithm\":\"ed25519\",\"key_id\":\"%s\",\"public_key\":\"%s\",\"keys\":["
+             "{\"key_id\":\"%s\",\"public_key\":\"%s\",\"created_at\":\"2026-01-01T00:00:00Z\","
+             "\"retired_at\":\"2026-06-01T00:00:00Z\"},"
+             "{\"key_id\":\"%s\",\"public_key\":\"%s\",\"created_at\":\"2026-06-01T00:00:00Z\","
+             "\"retired_at\":null}]}",
+             audit_key_id(g_key), audit_key_public_b64(g_key), old_id,
+             audit_key_public_b64(g_other), audit_key_id(g_key), audit_key_public_b64(g_key));
+}
+
+static void test_ring(void **state)
+{
+    const char *ob64 = audit_key_public_b64(g_other);
+    struct audit_key *old_pub = NULL, **ring = NULL;
+    size_t n = 0;
+    char doc[1024], want[200];
+    struct verify_result v;
+
+    (void)state;
+    assert_int_equal(audit_key_from_public(ob64, strlen(ob64), &old_pub, NULL), RC_OK);
+    const struct audit_key *both[] = {old_pub, g_pub}, *new_only[] = {g_pub},
+                           *old_only[] = {old_pub};
+    for (size_t i = 0; i < 2; i++) {
+        enum export_format f = formats[i];
+        int64_t mline = line_of(f, N_EVENTS + 1);
+        for (int64_t first = 1; first <= 21; first += 20) { /* 21: after retention */
+            struct buf b = rotated_export(f, first);
+
+            /* the ring verifies: each checkpoint with the key it names */
+            v = verify_ring_buf(&b, both, 2);
+            if (!v.ok)
+                fail_msg("ring: %s: %s", verify_kind_str(v.kind), v.message);
+            assert_string_equal(v.key_id, audit_key_id(g_key));
+            assert_int_equal(v.checkpoints, first == 1 ? 5 : 6);
+
+            /* the new key alone: the first checkpoint (by the old key) fails */
+            snprintf(want, sizeof(want), "checkpoint 1 (event %lld) is signed by key %s",
+                     (long long)(first == 1 ? 10 : 20), audit_key_id(g_other));
+            expect_fail(&b, g_pub, VERIFY_SIGNATURE, mline, 0, want);
+
+            /* a ring without the old key: its key id is unknown */
+            v = verify_ring_buf(&b, new_only, 1);
+            assert_false(v.ok);
+            assert_int_equal(v.kind, VERIFY_SIGNATURE);
+            assert_non_null(strstr(v.message, want));
+            assert_non_null(strstr(v.message, "not in the given key ring"));
+
+            /* a ring without the new key: the manifest's signer is unknown */
+            v = verify_ring_buf(&b, old_only, 1);
+            assert_false(v.ok);
+            assert_int_equal(v.kind, VERIFY_SIGNATURE);
+            assert_non_null(strstr(v.message, "the export is signed by key"));
+            assert_non_null(strstr(v.message, "not in the given key ring"));
+            free(b.data);
+        }
+    }
+    /* an export made before the rotation verifies with the ring too */
+    struct buf b = std_export(EXPORT_JSONL);
+    v = verify_ring_buf(&b, both, 2);
+    assert_true(v.ok);
+    free(b.data);
+
+    /* the ring in text */
+    ring_doc(doc, sizeof(doc), audit_key_id(g_other));
+    assert_int_equal(verify_ring_from_public(doc, strlen(doc), &ring, &n, NULL), RC_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(audit_key_id(ring[0]), audit_key_id(g_other));
+    assert_string_equal(audit_key_id(ring[1]), audit_key_id(g_key));
+    assert_int_equal(audit_key_can_sign(ring[0]), 0);
+    verify_ring_free(ring, n);
+    ring_doc(doc, sizeof(doc), "0123456789abcdef"); /* a key id that is not its key's */
+    assert_int_equal(verify_ring_from_public(doc, strlen(doc), &ring, &n, NULL), RC_EINVAL);
+    assert_null(ring);
+    ring_doc(doc, sizeof(doc), audit_key_id(g_other));
+    char *cur = strstr(doc, audit_key_public_b64(g_key)); /* the document's own current key */
+    assert_non_null(cur);
+    cur[0] = cur[0] == 'A' ? 'B' : 'A';
+    assert_int_equal(verify_ring_from_public(doc, strlen(doc), &ring, &n, NULL), RC_EINVAL);
+    const char *single = "{\"key_id\":\"x\",\"public_key\":\"y\"}";
+    assert_int_equal(verify_ring_from_public(single, strlen(single), &ring, &n, NULL),
+                     RC_ENOTFOUND);
+    const char *empty = "{\"keys\":[]}";
+    assert_int_equal(verify_ring_from_public(empty, strlen(empty), &ring, &n, NULL), RC_EINVAL);
+    assert_int_equal(verify_ring_from_public("-----BEGIN", 10, &ring, &n, NULL), RC_ENOTFOUND);
+    audit_key_free(old_pub);
+}
+
+static void test_ring_cli(void **state)
+{
+    struct buf b = rotated_export(EXPORT_JSONL, 1);
+    char xp[300], ring_p[300], pem_p[300], doc[1024], want[200];
+    char *out = NULL, *err = NULL, *pem = audit_key_public_pem(g_key);
+
+    (void)state;
+    assert_non_null(pem);
+    write_file("x.jsonl", b.data, b.len, xp, sizeof(xp));
+    write_file("pub.pem", pem, strlen(pem), pem_p, sizeof(pem_p));
+    free(pem);
+    ring_doc(doc, sizeof(doc), audit_key_id(g_other));
+    write_file("ring.json", doc, strlen(doc), ring_p, sizeof(ring_p));
+
+    char *ok_args[] = {xp, "--public-key", ring_p};
+    assert_int_equal(run_cli(ok_args, 3, &out, &err), CLI_EXIT_OK);
+    snprintf(want, sizeof(want),
+             "OK 50 events (1..50), chain continuous, 5 checkpoints, signature valid, key %s\n",
+             audit_key_id(g_key));
+    assert_string_equal(out, want);
+    free(out);
+    free(err);
+
+    char *bad_args[] = {xp, "--public-key", pem_p, "--json"};
+    assert_int_equal(run_cli(bad_args, 4, &out, &err), CLI_EXIT_FAIL);
+    assert_non_null(strstr(out, "\"kind\":\"signature\""));
+    assert_non_null(strstr(out, "checkpoint 1 (event 10) is signed by key"));
+    free(out);
+    free(err);
+
+    /* a malformed ring is a usage error, not a fallback to one key */
+    ring_doc(doc, sizeof(doc), "0123456789abcdef");
+    write_file("ring.json", doc, strlen(doc), ring_p, sizeof(ring_p));
+    assert_int_equal(run_cli(ok_args, 3, &out, &err), CLI_EXIT_USAGE);
+    assert_non_null(strstr(err, "key ring"));
+    free(out);
+    free(err);
+    free(b.data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1101,6 +1264,8 @@ int main(void)
         cmocka_unit_test(test_format_errors),
         cmocka_unit_test(test_pipe),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_ring),
+        cmocka_unit_test(test_ring_cli),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
