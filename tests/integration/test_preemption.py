@@ -60,7 +60,8 @@ class PreemptionTest(ServerTest):
             self.assertEqual(st, 201, big)
             wait_for(lambda: self.job(big["id"])["state"] == "RUNNING", timeout=60,
                      what="the borrower's job to run")
-            self.assertEqual(len(pids_running(marker)), 2)
+            # (a rank reported started may not have exec'd python yet)
+            wait_for(lambda: len(pids_running(marker)) == 2, timeout=30, what="two ranks")
 
             st, mine, _ = self.admin.post("/api/v1/jobs", {
                 "name": "owned", "team": "owner", "resources": {"gpus": 1}, "max_restarts": 0,
@@ -86,7 +87,9 @@ class PreemptionTest(ServerTest):
             st, _, _ = self.admin.post("/api/v1/jobs/%s/cancel" % big["id"], {})
             self.assertEqual(st, 202)  # running: the workers stop the ranks
             wait_for(lambda: not pids_running(marker), timeout=60, what="no rank left")
-            self.assertEqual(self.job(big["id"])["state"], "CANCELLED")
+            # The job ends when its worker has reported the ranks' exit.
+            wait_for(lambda: self.job(big["id"])["state"] == "CANCELLED", timeout=60,
+                     what="the job to end CANCELLED")
         finally:
             w.stop()
         # Every step is in the audit chain, which still verifies.
