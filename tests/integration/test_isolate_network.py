@@ -91,6 +91,21 @@ def find_tool(name):
 FORWARD_SYSCTL = "/proc/sys/net/ipv4/ip_forward"
 
 
+def firewall_unusable():
+    """Why a NAT table cannot be made here (no nf_tables in a container's
+    kernel, say), or None. The worker refuses such attempts; the test then
+    has nothing to show."""
+    nft = find_tool("nft")
+    if nft is None:
+        return None  # the worker uses iptables
+    table = "ty_probe_%d" % os.getpid()
+    out = subprocess.run([nft, "add table ip %s; add chain ip %s post { type nat hook "
+                          "postrouting priority srcnat; }" % (table, table)],
+                         capture_output=True, text=True)
+    subprocess.run([nft, "delete table ip %s" % table], capture_output=True)
+    return None if out.returncode == 0 else (out.stderr.strip() or "nft failed")
+
+
 def skip_reason():
     """Why this machine cannot run the test, or None."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
@@ -296,6 +311,9 @@ class IsolateNetworkTest(ServerTest):
             self.skipTest("this host has no non-loopback IPv4 address")
         if find_tool("nft") is None and find_tool("iptables") is None:
             self.skipTest("multi-node isolation needs nft or iptables; neither is installed")
+        why = firewall_unusable()
+        if why:
+            self.skipTest("this kernel or container refuses firewall tables: " + why)
         self.db.sql("UPDATE sites SET networks = '{%s/32}' WHERE id = 1" % self.host)
         allowed = Listener(self.host)
         try:
