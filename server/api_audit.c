@@ -350,7 +350,8 @@ static int buf_ascii_json_string(struct export *x, const char *s)
  */
 static int export_row_fast(struct export *x, const PGresult *res, int i, const char *hash)
 {
-    static const int order[] = {4, 2, 7, 0, 6, 8, 3, 5, 1}; /* columns by sorted key */
+    /* AUDIT_EVENT_COLUMNS in the order of the canonical form's sorted keys */
+    static const int order[] = {4, 2, 7, 0, 6, 8, 3, 5, 1};
     static const char *const keys[] = {"action",    "actor",  "details", "id", "outcome",
                                        "prev_hash", "source", "target",  "ts"};
     size_t start = x->len, event;
@@ -397,15 +398,7 @@ static enum rc export_row(struct export *x, const PGresult *res, int i)
     details = json_loads(PQgetvalue(res, i, 7), JSON_DECODE_ANY, NULL);
     if (details == NULL)
         details = json_string(PQgetvalue(res, i, 7));
-    f = (struct audit_fields){id,
-                              PQgetvalue(res, i, 1),
-                              PQgetvalue(res, i, 2),
-                              PQgetvalue(res, i, 3),
-                              PQgetvalue(res, i, 4),
-                              PQgetvalue(res, i, 5),
-                              PQgetvalue(res, i, 6),
-                              details,
-                              PQgetvalue(res, i, 8)};
+    f = audit_fields_of_row(res, i, id, details);
     if (x->csv) {
         dtext = details ? json_dumps(details, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII |
                                                   JSON_ENCODE_ANY)

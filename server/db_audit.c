@@ -22,6 +22,20 @@ static int64_t now_unix_us(void)
     return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
 }
 
+struct audit_fields audit_fields_of_row(const PGresult *res, int i, int64_t id,
+                                        const json_t *details)
+{
+    return (struct audit_fields){id,
+                                 PQgetvalue(res, i, 1),
+                                 PQgetvalue(res, i, 2),
+                                 PQgetvalue(res, i, 3),
+                                 PQgetvalue(res, i, 4),
+                                 PQgetvalue(res, i, 5),
+                                 PQgetvalue(res, i, 6),
+                                 details,
+                                 PQgetvalue(res, i, 8)};
+}
+
 enum rc audit_append(PGconn *conn, const struct audit_event *ev, const char *req_id)
 {
     enum rc rc;
@@ -265,8 +279,7 @@ static enum rc verify_events(PGconn *conn, struct audit_verify_result *out,
     for (;;) {
         const char *p[] = {after};
         PGresult *res = db_exec(conn,
-                                "SELECT id, ts_text, actor, source, action, target, outcome, "
-                                "details, prev_hash, hash FROM audit_events WHERE id > $1 "
+                                "SELECT " AUDIT_EVENT_COLUMNS " FROM audit_events WHERE id > $1 "
                                 "ORDER BY id LIMIT 5000",
                                 1, p);
         int rows;
@@ -279,15 +292,7 @@ static enum rc verify_events(PGconn *conn, struct audit_verify_result *out,
             int64_t id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
             char h[CRYPTO_SHA256_HEX_LEN + 1];
             json_t *details = json_loads(PQgetvalue(res, i, 7), 0, NULL);
-            struct audit_fields f = {id,
-                                     PQgetvalue(res, i, 1),
-                                     PQgetvalue(res, i, 2),
-                                     PQgetvalue(res, i, 3),
-                                     PQgetvalue(res, i, 4),
-                                     PQgetvalue(res, i, 5),
-                                     PQgetvalue(res, i, 6),
-                                     details,
-                                     PQgetvalue(res, i, 8)};
+            struct audit_fields f = audit_fields_of_row(res, i, id, details);
             if (id != expect + 1) {
                 out->reason = id > expect + 1 ? "events are missing" : "events are out of order";
                 out->bad_id = expect + 1;

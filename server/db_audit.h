@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "audit_canon.h"
 #include "err.h"
 
 struct srv_req;
@@ -75,5 +76,18 @@ struct audit_verify_result {
  */
 enum rc audit_verify_db(PGconn *conn, const struct audit_key *key, struct audit_verify_result *out,
                         const char *req_id) TY_WUR;
+
+/* The columns of a whole event, in the order audit_fields_of_row() reads
+ * them (the stored hash is column 9). */
+#define AUDIT_EVENT_COLUMNS                                                                        \
+    "id, ts_text, actor, source, action, target, outcome, details, prev_hash, hash"
+
+/*
+ * Row i of a result selected with AUDIT_EVENT_COLUMNS as event fields. The
+ * strings are borrowed from res; details (parsed by the caller, which decides
+ * what text that is not JSON becomes) is borrowed too.
+ */
+struct audit_fields audit_fields_of_row(const PGresult *res, int i, int64_t id,
+                                        const json_t *details);
 
 #endif

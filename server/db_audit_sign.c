@@ -16,6 +16,7 @@
 
 #include "audit_canon.h"
 #include "db.h"
+#include "db_audit.h"
 #include "log.h"
 
 #define STR_(x) #x
@@ -289,8 +290,7 @@ enum rc audit_export_open(PGconn *conn, const struct audit_export_range *r, int6
                            r->to_ts};
         rc = db_exec_ok(conn, req_id,
                         "DECLARE audit_export NO SCROLL CURSOR FOR "
-                        "SELECT id, ts_text, actor, source, action, target, outcome, details, "
-                        "prev_hash, hash FROM audit_events WHERE id > $1::bigint "
+                        "SELECT " AUDIT_EVENT_COLUMNS " FROM audit_events WHERE id > $1::bigint "
                         "AND ($2::bigint IS NULL OR id >= $2::bigint) "
                         "AND ($3::bigint IS NULL OR id <= $3::bigint) "
                         "AND ($4::timestamptz IS NULL OR ts >= $4::timestamptz) "
