@@ -207,36 +207,38 @@ enum rc api_site_get(struct srv_req *req)
     return srv_reply(req, 200, row);
 }
 
-enum rc api_site_create(struct srv_req *req)
+/*
+ * Create (create = 1) or update the site name from the body's storage_roots
+ * and networks, audited in the same transaction, and answer the request.
+ * The body's shape has been checked by the caller.
+ */
+static enum rc site_write(struct srv_req *req, const char *name, int create)
 {
-    static const char *const allowed[] = {"name", "storage_roots", "networks", NULL};
-    const char *name;
     char *roots = NULL, *nets = NULL;
     json_t *row = NULL, *d = NULL;
     enum rc rc;
 
-    if ((rc = api_body_object(req, allowed)) != RC_OK ||
-        (rc = api_opt_string(req, "name", 1, 64, &name)) != RC_OK)
-        return rc;
-    if (name == NULL || !valid_name(name, 0))
-        return srv_fail(req, RC_EINVAL, "name", "name must be 1 to 64 of a-z, 0-9, '_', '-'");
     if ((rc = opt_list(req, "storage_roots", MAX_ROOTS, check_root, &roots)) != RC_OK ||
         (rc = opt_list(req, "networks", MAX_NETS, check_net, &nets)) != RC_OK)
         goto out;
     if ((rc = api_begin(req)) != RC_OK)
         goto out;
-    rc = db_site_create(req->db, name, roots ? roots : "[]", nets ? nets : "[]", &row, req->req_id);
+    rc = create ? db_site_create(req->db, name, roots ? roots : "[]", nets ? nets : "[]", &row,
+                                 req->req_id)
+                : db_site_update(req->db, name, roots, nets, &row, req->req_id);
     if (rc == RC_OK) {
         d = json_pack("{s:s,s:O,s:O}", "name", name, "storage_roots",
                       json_object_get(row, "storage_roots"), "networks",
                       json_object_get(row, "networks"));
-        rc = d ? audit_site(req, "site.create", row, d) : RC_ENOMEM;
+        rc = d ? audit_site(req, create ? "site.create" : "site.update", row, d) : RC_ENOMEM;
     }
     rc = api_end(req, rc);
-    if (rc == RC_ECONFLICT)
+    if (create && rc == RC_ECONFLICT)
         rc = srv_fail(req, rc, "name", "a site named \"%s\" exists already", name);
+    if (!create && rc == RC_ENOTFOUND)
+        rc = srv_fail(req, rc, "", "no such site");
     if (rc == RC_OK) {
-        rc = srv_reply(req, 201, row);
+        rc = srv_reply(req, create ? 201 : 200, row);
         row = NULL;
     }
 out:
@@ -247,42 +249,30 @@ out:
     return rc;
 }
 
+enum rc api_site_create(struct srv_req *req)
+{
+    static const char *const allowed[] = {"name", "storage_roots", "networks", NULL};
+    const char *name;
+    enum rc rc;
+
+    if ((rc = api_body_object(req, allowed)) != RC_OK ||
+        (rc = api_opt_string(req, "name", 1, 64, &name)) != RC_OK)
+        return rc;
+    if (name == NULL || !valid_name(name, 0))
+        return srv_fail(req, RC_EINVAL, "name", "name must be 1 to 64 of a-z, 0-9, '_', '-'");
+    return site_write(req, name, 1);
+}
+
 enum rc api_site_update(struct srv_req *req)
 {
     static const char *const allowed[] = {"storage_roots", "networks", NULL};
     const char *name;
-    char *roots = NULL, *nets = NULL;
-    json_t *row = NULL, *d = NULL;
     enum rc rc;
 
     if ((rc = param_name(req, "site", 0, &name)) != RC_OK ||
         (rc = api_body_object(req, allowed)) != RC_OK)
         return rc;
-    if ((rc = opt_list(req, "storage_roots", MAX_ROOTS, check_root, &roots)) != RC_OK ||
-        (rc = opt_list(req, "networks", MAX_NETS, check_net, &nets)) != RC_OK)
-        goto out;
-    if ((rc = api_begin(req)) != RC_OK)
-        goto out;
-    rc = db_site_update(req->db, name, roots, nets, &row, req->req_id);
-    if (rc == RC_OK) {
-        d = json_pack("{s:s,s:O,s:O}", "name", name, "storage_roots",
-                      json_object_get(row, "storage_roots"), "networks",
-                      json_object_get(row, "networks"));
-        rc = d ? audit_site(req, "site.update", row, d) : RC_ENOMEM;
-    }
-    rc = api_end(req, rc);
-    if (rc == RC_ENOTFOUND)
-        rc = srv_fail(req, rc, "", "no such site");
-    if (rc == RC_OK) {
-        rc = srv_reply(req, 200, row);
-        row = NULL;
-    }
-out:
-    json_decref(row);
-    json_decref(d);
-    free(roots);
-    free(nets);
-    return rc;
+    return site_write(req, name, 0);
 }
 
 enum rc api_site_delete(struct srv_req *req)
