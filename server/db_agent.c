@@ -64,6 +64,23 @@ enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const ch
     return rc;
 }
 
+/* The one row of an UPDATE ... RETURNING o.state, n.state: the node's state
+ * before and after. Clears r. */
+static enum rc node_states(PGresult *r, char *old_state, char *new_state, size_t state_size,
+                           const char *req_id)
+{
+    enum rc rc = db_result_rc(r, req_id);
+
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK) {
+        snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
+        snprintf(new_state, state_size, "%s", PQgetvalue(r, 0, 1));
+    }
+    PQclear(r);
+    return rc;
+}
+
 enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const char *addr,
                          int64_t site_id, char *old_state, char *new_state, size_t state_size,
                          const char *req_id)
@@ -98,14 +115,7 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
                     8, p);
     }
     free(labels);
-    rc = db_result_rc(r, req_id);
-    if (rc == RC_OK && PQntuples(r) != 1)
-        rc = RC_ENOTFOUND;
-    if (rc == RC_OK) {
-        snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
-        snprintf(new_state, state_size, "%s", PQgetvalue(r, 0, 1));
-    }
-    PQclear(r);
+    rc = node_states(r, old_state, new_state, state_size, req_id);
     if (rc == RC_OK) {
         const char *p[] = {id};
         rc = db_exec_ok(c, req_id, "DELETE FROM gpus WHERE node_id = $1", 1, p);
@@ -153,14 +163,7 @@ enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, i
                 "RETURNING o.state, n.state",
                 3, p);
     free(stats);
-    rc = db_result_rc(r, req_id);
-    if (rc == RC_OK && PQntuples(r) != 1)
-        rc = RC_ENOTFOUND;
-    if (rc == RC_OK) {
-        snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
-        snprintf(new_state, state_size, "%s", PQgetvalue(r, 0, 1));
-    }
-    PQclear(r);
+    rc = node_states(r, old_state, new_state, state_size, req_id);
     return rc;
 }
 
