@@ -187,7 +187,7 @@ class PolicyTest(ServerTest):
         self.assertEqual(s["storage_roots"], [self.root])
         self.assertEqual(s["networks"], [])
         rows = self.db.sql("SELECT actor, outcome FROM audit_events WHERE action = 'site.update' "
-                           "AND target = 'site:1'")
+                           "AND target = 'site:default'")
         self.assertEqual(rows, [["system", "success"]])
         # members see names only
         st, lst, _ = self.ali.get("/api/v1/sites")
@@ -415,8 +415,7 @@ class PolicyTest(ServerTest):
                            "action = 'policy.violation' ORDER BY id DESC LIMIT %d" % refused_403)
         for actor, target, outcome, details in rows:
             d = json.loads(details)
-            self.assertEqual((actor, target, outcome), ("user:ali", "team:" + self.alpha["id"],
-                                                        "denied"))
+            self.assertEqual((actor, target, outcome), ("user:ali", "team:alpha", "denied"))
             self.assertEqual(d["stage"], "submit")
             self.assertIn(d["field"], ("datasets[1]", "output_dir", "working_dir"))
             self.assertTrue(d["reason"])
