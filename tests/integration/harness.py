@@ -390,6 +390,27 @@ def processes_with_env(marker):
     return pids
 
 
+def processes_with_cmdline(marker):
+    """The processes whose command line holds marker, as a set of (pid, start
+    time): a PID the kernel hands out again is not the same process, so two
+    such sets tell one attempt's ranks from the next one's."""
+    found = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if marker.encode() not in f.read():
+                    continue
+            with open("/proc/%s/stat" % d) as f:
+                # comm (field 2) may hold spaces: count from its closing paren.
+                start = f.read().rsplit(")", 1)[1].split()[19]
+            found.add((int(d), int(start)))
+        except (OSError, IndexError):
+            pass
+    return found
+
+
 def wait_for(fn, timeout=60, interval=0.2, what="condition"):
     deadline = time.time() + timeout
     last = None
