@@ -317,6 +317,22 @@ class ServerTest(unittest.TestCase):
         spec.update(over)
         return spec
 
+    def wait_scheduler_pass(self, spec, client=None, timeout=30):
+        """Submit spec, a job the scheduler can place at once, and wait until it
+        has left QUEUED. The pass that placed it read a queue holding every
+        job submitted before it, so a job still QUEUED afterwards is one a
+        pass left waiting: assert that instead of sleeping through "a few"
+        passes. Returns the placed job."""
+        client = client or self.admin
+        st, job, _ = client.post("/api/v1/jobs", spec)
+        self.assertEqual(st, 201, job)
+
+        def placed():
+            j = client.get("/api/v1/jobs/" + job["id"])[1]
+            return j if j["state"] != "QUEUED" else None
+        return wait_for(placed, timeout=timeout, what="job %s (a scheduler pass) to be placed"
+                        % job["id"])
+
     def assert_error(self, resp, status, code=None, field=None):
         st, body, hdrs = resp
         self.assertEqual(st, status, body)

@@ -24,7 +24,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -621,7 +620,7 @@ class PolicyTest(ServerTest):
         self.make_site("east", ["/srv/east"])
         st, job, _ = self.ali.post("/api/v1/jobs", self.job_spec("alpha", site="east"))
         self.assertEqual(st, 201, job)
-        time.sleep(2)  # ten scheduler passes
+        self.wait_scheduler_pass(self.job_spec("alpha", name="barrier"), client=self.ali)
         st, job, _ = self.admin.get("/api/v1/jobs/" + job["id"])
         self.assertEqual(job["state"], "QUEUED")
         self.assertEqual(self.count("SELECT count(*) FROM allocations WHERE job_id = %s"
