@@ -22,6 +22,8 @@ cleanup() {
 trap cleanup EXIT
 scripts/pg.sh start "$pgdir/data" "$port" trust
 export TRAINYARD_TEST_PG_URL="postgresql://postgres@127.0.0.1:$port"
+# An integration test without the database fails here instead of skipping.
+export TRAINYARD_TEST_REQUIRE_PG=1
 export TRAINYARD_TEST_PG_DIR="$pgdir/data"
 export TRAINYARD_TEST_PG_PORT="$port"
 # Leaks fail the run; the PostgreSQL client library and Python are not ours.
