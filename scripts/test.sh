@@ -14,6 +14,10 @@ step_init test "$build/log"
 step --live deps scripts/deps.sh test
 step configure env CC="${CC:-clang}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON -DWERROR=ON
 step --live build cmake --build "$build" -j"$(nproc)"
+# The browser tests' npm packages (playwright-core), pinned by the lock file.
+if [ -f tests/web/package-lock.json ]; then
+  step npm npm ci --prefix tests/web --no-audit --no-fund
+fi
 
 pgdir=$(mktemp -d /tmp/trainyard-test-pg.XXXXXX)
 chmod 755 "$pgdir"

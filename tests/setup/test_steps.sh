@@ -123,10 +123,20 @@ fresh_repo
 run_script "run.sh, PostgreSQL fails" run.sh STUB_PG_FAIL=1
 expect_step run postgres 1 "$r/var/log/postgres.log" "stub pg failure"
 
-# test.sh: PostgreSQL, then ctest.
+# test.sh: npm ci only with a lock file, then PostgreSQL, then ctest.
 fresh_repo
 run_script "test.sh, PostgreSQL fails" test.sh STUB_PG_FAIL=1
 expect_step test postgres 1 "$r/build/log/postgres.log" "stub pg failure"
+grep -q '^npm' <<<"$calls" && fail "npm ran without tests/web/package-lock.json: $calls"
+
+fresh_repo
+mkdir -p "$r/tests/web"
+echo '{}' >"$r/tests/web/package-lock.json"
+run_script "test.sh, npm ci fails" test.sh
+expect_step test npm 1 "$r/build/log/npm.log" "npm ERR! stub npm failure"
+grep -qxF "npm ci --prefix tests/web --no-audit --no-fund" <<<"$calls" ||
+  fail "want npm ci --prefix tests/web --no-audit --no-fund: $calls"
+grep -q '^pg.sh start' <<<"$calls" && fail "started PostgreSQL after npm failed: $calls"
 
 fresh_repo
 run_script "test.sh, ctest fails" test.sh
