@@ -10,9 +10,7 @@ test:
 	@scripts/test.sh
 
 build:
-	@scripts/deps.sh build
-	@CC=$${CC:-clang} cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build build-release -j$$(nproc)
+	@scripts/build.sh
 
 bench:
 	@scripts/deps.sh bench

@@ -3,14 +3,18 @@
 # ./var (or use TRAINYARD_DATABASE_URL), apply migrations, create the first
 # admin, start trainyard-server and one local trainyard-worker, and print the
 # dashboard address and the admin's login. Ctrl-C stops everything it
-# started; running it again reuses ./var.
+# started; running it again reuses ./var. A failing step is named, with its
+# log under var/log/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
-scripts/deps.sh build
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+step_init run "$top/var/log"
+step --live deps scripts/deps.sh build
 
-CC=${CC:-clang} cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
-cmake --build build-release -j"$(nproc)" --target trainyard-server trainyard-worker trainyard
+step configure env CC="${CC:-clang}" cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF
+step --live build cmake --build build-release -j"$(nproc)" --target trainyard-server trainyard-worker trainyard
 
 var=$top/var
 mkdir -p "$var"
@@ -38,12 +42,12 @@ if [ -z "${TRAINYARD_DATABASE_URL:-}" ]; then
     chmod 755 "$(dirname "$pgdata")"
   fi
   pgport=${TRAINYARD_PG_PORT:-54329}
-  scripts/pg.sh start "$pgdata" "$pgport"
+  step postgres scripts/pg.sh start "$pgdata" "$pgport"
   if [ ! -f "$var/db-password" ]; then
     (umask 077; head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$var/db-password")
   fi
   dbpw=$(cat "$var/db-password")
-  scripts/pg.sh psql "$pgdata" "$pgport" -d postgres -v pw="$dbpw" <<'SQL'
+  step database scripts/pg.sh psql "$pgdata" "$pgport" -d postgres -v pw="$dbpw" <<'SQL'
 SELECT format('CREATE ROLE trainyard LOGIN PASSWORD %L', :'pw')
 WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'trainyard') \gexec
 SELECT 'CREATE DATABASE trainyard OWNER trainyard'
@@ -76,7 +80,11 @@ for _ in $(seq 1 100); do
   curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
   sleep 0.1
 done
-curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { tail -20 "$var/server.log"; exit 1; }
+curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || {
+  tail -20 "$var/server.log" >&2
+  echo "run: step \"server\" failed (not ready); log: $var/server.log" >&2
+  exit 1
+}
 
 # One local worker: real GPUs when NVML finds them, else two fake ones.
 gpu_args=(--fake-gpus 2:16)

@@ -24,6 +24,9 @@ import uuid
 BUILD = os.environ.get("TRAINYARD_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 SRC = os.environ.get("TRAINYARD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
 PG_URL = os.environ.get("TRAINYARD_TEST_PG_URL", "")
+# scripts/test.sh sets it: there a missing database is a failure, not a skip
+# (a skipped test counts as passed in ctest).
+REQUIRE_PG = os.environ.get("TRAINYARD_TEST_REQUIRE_PG", "") not in ("", "0")
 ADMIN_PASSWORD = "admin-password-for-tests"
 SERVER_BIN = os.path.join(BUILD, "server", "trainyard-server")
 WORKER_BIN = os.path.join(BUILD, "worker", "trainyard-worker")
@@ -74,6 +77,9 @@ class Database:
 
     def __init__(self):
         if not PG_URL:
+            if REQUIRE_PG:
+                raise RuntimeError("the test database is missing: TRAINYARD_TEST_PG_URL is not set"
+                                   " (and TRAINYARD_TEST_REQUIRE_PG is)")
             raise unittest.SkipTest("TRAINYARD_TEST_PG_URL is not set (run through make test)")
         self.name = "ty_" + uuid.uuid4().hex[:12]
         psql(PG_URL + "/postgres", "CREATE DATABASE " + self.name)
