@@ -228,7 +228,12 @@ static enum MHD_Result send_error_msg(struct srv_req *req, enum rc rc, const cha
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct srv_req *req = cls;
-    long n = req->stream_fn(req->stream_cls, pos, buf, max);
+    long n;
+
+    /* The stream's wait could not be parked (waiters_add): cut it off. */
+    if (req->resume_rc != RC_OK)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    n = req->stream_fn(req->stream_cls, pos, buf, max);
 
     /* -2: a failure mid-stream; the client sees a cut-off body, not an end. */
     if (n == -2)
@@ -614,6 +619,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         /* Resumed by waiters.c: let the handler finish its answer. */
         ctx->req.suspended = 0;
         ctx->resumed = 1;
+        if (ctx->req.resume_rc != RC_OK)
+            return finish(ctx, ctx->req.resume_rc); /* the wait was never parked */
         if (ctx->req.app->stopping)
             ctx->req.poll_deadline_ms = 0;
         return finish(ctx, ctx->req.resume_fn(&ctx->req));
