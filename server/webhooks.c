@@ -14,6 +14,7 @@
 #include "crypto.h"
 #include "db.h"
 #include "db_webhooks.h"
+#include "jx.h"
 #include "log.h"
 #include "srv.h"
 
@@ -79,13 +80,13 @@ static char *chat_text(const json_t *p)
 char *webhooks_render(const char *format, const char *payload, long timestamp,
                       const char *feishu_sign)
 {
-    json_t *p = json_loads(payload, 0, NULL), *body = NULL;
+    json_t *p = NULL, *body = NULL;
     char *text = NULL, *out = NULL;
 
-    if (p == NULL)
+    if (jx_loadb(payload, strlen(payload), 0, &p, NULL) != RC_OK)
         return NULL;
     if (strcmp(format, "generic") == 0) {
-        out = json_dumps(p, JSON_COMPACT);
+        out = jx_dumps(p, JSON_COMPACT);
         json_decref(p);
         return out;
     }
@@ -99,12 +100,14 @@ char *webhooks_render(const char *format, const char *payload, long timestamp,
         if (body != NULL && feishu_sign != NULL && feishu_sign[0] != '\0') {
             char ts[24];
             snprintf(ts, sizeof(ts), "%ld", timestamp);
-            json_object_set_new(body, "timestamp", json_string(ts));
-            json_object_set_new(body, "sign", json_string(feishu_sign));
+            /* A body without its signature would only be refused: send none. */
+            if (json_object_set_new(body, "timestamp", json_string(ts)) != 0 ||
+                json_object_set_new(body, "sign", json_string(feishu_sign)) != 0)
+                goto done;
         }
     }
     if (body != NULL)
-        out = json_dumps(body, JSON_COMPACT);
+        out = jx_dumps(body, JSON_COMPACT);
 done:
     json_decref(body);
     json_decref(p);

@@ -2,11 +2,14 @@
  * test_srv_oom.c - fail the Nth allocation, for every N, on the server's
  * request paths that need no database (CONVENTIONS.md "Tests"): parking a
  * long-poll or a stream (waiters.c through srv_suspend/srv_stream_wait),
- * job-spec validation and normalization (POST /api/v1/jobs), and the
- * identity cache and rate limiter every sign-in and API call passes. Each
- * must report the failure (an error rc, NULL, a miss), give the same answer
- * as without failures otherwise, and leak nothing (LSan at exit). Route
- * matching and the body helpers of api_util.h must not allocate at all.
+ * parsing a request body and encoding an answer (jx.h, as http.c does),
+ * job-spec validation and normalization (POST /api/v1/jobs), rendering a
+ * webhook from its stored payload, and the identity cache and rate limiter
+ * every sign-in and API call passes. Each must report the failure (an error
+ * rc, NULL, a miss), give the same answer as without failures otherwise
+ * (never a damaged text: see common/jx.h), and leak nothing (LSan at exit).
+ * Route matching and the body helpers of api_util.h must not allocate at
+ * all.
  *
  * Issue 13: a failed allocation in waiters_add() left the connection
  * suspended for ever; it must be resumed at once, to answer an error.
@@ -14,9 +17,9 @@
  * How: this binary is linked with -Wl,--wrap for malloc, calloc, realloc,
  * strdup and strndup (server/CMakeLists.txt), so every allocation made by the
  * objects linked statically (ty_server, ty_common, this file) goes through
- * the wrappers below; jansson's go there through json_set_alloc_funcs().
- * MHD_suspend_connection and MHD_resume_connection are wrapped too: they
- * only count here, so no daemon or socket is needed. All allocations under
+ * the wrappers below; jansson's go there through jx_init(), as in the
+ * server. MHD_suspend_connection and MHD_resume_connection are wrapped too:
+ * they only count here, so no daemon or socket is needed. All allocations under
  * test happen on the test's thread (the waiters' timer thread allocates
  * nothing), so the counters need no lock.
  */
@@ -37,11 +40,13 @@
 #include "app.h"
 #include "cache.h"
 #include "jobspec.h"
+#include "jx.h"
 #include "ratelimit.h"
 #include "router.h"
 #include "routes.h"
 #include "srv.h"
 #include "waiters.h"
+#include "webhooks.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
@@ -108,16 +113,6 @@ void __wrap_MHD_resume_connection(struct MHD_Connection *c)
 {
     nresume++;
     last_resumed = c;
-}
-
-static void *json_alloc(size_t n)
-{
-    return __wrap_malloc(n);
-}
-
-static void json_release(void *p)
-{
-    free(p);
 }
 
 static void arm(long n)
@@ -292,12 +287,93 @@ static void spec_every_allocation(const char *text, enum rc want)
     json_decref(in);
 }
 
+/* The request body parse (http.c) and the answer's encoding: an error
+ * exactly when an allocation failed, else the same document and text. */
+static void test_body_parse_and_dump_every_allocation(void **state)
+{
+    const char *text = FULL_SPEC;
+    json_t *ref = load(text);
+    char *ref_text = json_dumps(ref, JSON_COMPACT);
+    long n;
+
+    (void)state;
+    assert_non_null(ref_text);
+    for (n = 1;; n++) {
+        json_t *j = NULL;
+        char *out = NULL;
+        enum rc rc;
+        bool hit;
+
+        arm(n);
+        rc = jx_loadb(text, strlen(text), JSON_REJECT_DUPLICATES, &j, NULL);
+        if (rc == RC_OK)
+            out = jx_dumps(j, JSON_COMPACT);
+        hit = failed;
+        arm(-1);
+        if (hit) {
+            assert_true(rc == RC_ENOMEM || out == NULL);
+        } else {
+            assert_int_equal(rc, RC_OK);
+            assert_true(json_equal(j, ref));
+            assert_string_equal(out, ref_text);
+        }
+        if (rc == RC_ENOMEM)
+            assert_null(j);
+        json_decref(j);
+        free(out);
+        if (!hit)
+            break;
+    }
+    assert_true(n > 10);
+    free(ref_text);
+    json_decref(ref);
+}
+
 static void test_jobspec_every_allocation(void **state)
 {
     (void)state;
     spec_every_allocation(FULL_SPEC, RC_OK);
     spec_every_allocation(MIN_SPEC, RC_OK);
     spec_every_allocation(BAD_SPEC, RC_EINVAL);
+}
+
+/* ------------------------------------------------------------------ */
+
+/* Every format, with and without a chat robot signature: NULL when an
+ * allocation failed, else exactly the body of a run without failures. */
+static void test_webhook_render_every_allocation(void **state)
+{
+    static const char *const formats[] = {"generic", "wecom", "dingtalk", "feishu", "feishu"};
+    static const char *const signs[] = {"", "", "", "", "c2lnbg=="};
+    const char *payload = "{\"event\":\"job.failed\",\"message\":\"rank 3 exited 1\",\"job\":"
+                          "{\"id\":\"42\",\"name\":\"bert\",\"team\":\"nlp\"}}";
+
+    (void)state;
+    for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
+        char *ref = webhooks_render(formats[f], payload, 1700000000, signs[f]);
+        long n;
+
+        assert_non_null(ref);
+        for (n = 1;; n++) {
+            char *out;
+            bool hit;
+
+            arm(n);
+            out = webhooks_render(formats[f], payload, 1700000000, signs[f]);
+            hit = failed;
+            arm(-1);
+            if (hit && out != NULL)
+                fail_msg("format %s, allocation %ld failed: sent %s instead of %s", formats[f], n,
+                         out, ref);
+            if (!hit)
+                assert_string_equal(out, ref);
+            free(out);
+            if (!hit)
+                break;
+        }
+        assert_true(n > 2);
+        free(ref);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -394,11 +470,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waiters_every_allocation),
+        cmocka_unit_test(test_body_parse_and_dump_every_allocation),
         cmocka_unit_test(test_jobspec_every_allocation),
+        cmocka_unit_test(test_webhook_render_every_allocation),
         cmocka_unit_test(test_cache_and_limiter_every_allocation),
         cmocka_unit_test(test_router_and_body_helpers_allocate_nothing),
     };
 
-    json_set_alloc_funcs(json_alloc, json_release);
+    jx_init();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
