@@ -68,6 +68,7 @@ static const struct opt opts[] = {
     S(audit_key_path, "audit signing key (default <data_dir>/audit-signing.pem)"),
     I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
     I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
+    I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -94,6 +95,7 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->rendezvous_port_max = 31999;
     cfg->audit_checkpoint_interval_s = 3600;
     cfg->export_link_ttl_s = 86400;
+    cfg->webhook_timeout_ms = 5000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

@@ -42,6 +42,7 @@ struct srv_config {
     char audit_key_path[SRV_CFG_STR]; /* Ed25519 audit signing key (default in data_dir) */
     int audit_checkpoint_interval_s;  /* seconds between signed checkpoints of the audit chain */
     int export_link_ttl_s;            /* lifetime of a one-time export download link */
+    int webhook_timeout_ms;           /* one webhook request, all of it; its lease follows */
 };
 
 /* Fill cfg with the defaults. */

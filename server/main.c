@@ -21,6 +21,7 @@
 #include "db_policy.h"
 #include "db_users.h"
 #include "http.h"
+#include "jx.h"
 #include "log.h"
 #include "monitor.h"
 #include "notify.h"
@@ -139,6 +140,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    jx_init(); /* before any JSON value exists */
 
     app.cfg = &cfg;
     pthread_mutex_init(&app.wake_lock, NULL);
