@@ -614,7 +614,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         /* Resumed by waiters.c: let the handler finish its answer. */
         ctx->req.suspended = 0;
         ctx->resumed = 1;
-        if (ctx->req.app->stopping)
+        if (app_stopping(ctx->req.app))
             ctx->req.poll_deadline_ms = 0;
         return finish(ctx, ctx->req.resume_fn(&ctx->req));
     }

@@ -209,7 +209,7 @@ static void *deliver_main(void *arg)
     struct webhooks *w = arg;
     struct srv_app *app = w->app;
 
-    while (!app->stopping) {
+    while (!app_stopping(app)) {
         struct db_delivery batch[WEBHOOK_BATCH];
         int n = 0;
         PGconn *c = db_acquire(app->db, 1000);
