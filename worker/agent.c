@@ -101,7 +101,7 @@ static void sleep_ms(int ms)
 
 static int stopping(const struct agent *a)
 {
-    return a->cfg->stop != NULL && *a->cfg->stop;
+    return a->cfg->stop != NULL && atomic_load(a->cfg->stop);
 }
 
 /* ---- labels ---- */
