@@ -1,6 +1,6 @@
 # trainyard: the two commands of the README, plus helpers.
 #   make run    install, build, start PostgreSQL + server + one worker
-#   make test   install, build with sanitizers, run every test
+#   make test   install, build with sanitizers, run every test (ASan+UBSan, then TSan)
 .PHONY: run test build bench clean format
 
 run:
@@ -20,4 +20,4 @@ format:
 	@find common server scheduler worker cli tests bench -name '*.[ch]' -print0 | xargs -0 clang-format -i
 
 clean:
-	rm -rf build build-release
+	rm -rf build build-release build-tsan

@@ -40,3 +40,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 cd "$build"
 step --live ctest ctest --output-on-failure -j2 --timeout 900 "$@"
+# Then the unit and integration tests (filtered by the same arguments) under
+# ThreadSanitizer in build-tsan/, on the same PostgreSQL; TRAINYARD_TEST_TSAN=0 skips it.
+if [ "${TRAINYARD_TEST_TSAN:-1}" != 0 ]; then
+  step --live tsan "$top/scripts/tsan.sh" "$@"
+fi

@@ -437,7 +437,7 @@ static enum rc assignments_poll(struct srv_req *req)
         rc = mark_starting(req, jobs);
     rc = api_end(req, rc);
     if (rc == RC_OK && json_array_size(assignments) == 0 && json_array_size(cancels) == 0 &&
-        srv_now_ms() < req->poll_deadline_ms && !req->app->stopping) {
+        srv_now_ms() < req->poll_deadline_ms && !app_stopping(req->app)) {
         /* Nothing yet: park until the scheduler places work here. */
         srv_suspend(req, req->who.node_id, req->poll_deadline_ms, assignments_poll);
     } else if (rc == RC_OK) {

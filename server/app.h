@@ -9,6 +9,7 @@
 #define TY_SERVER_APP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "config.h"
 #include "db.h"
@@ -34,10 +35,22 @@ struct srv_app {
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;
     int wake_pending;
-    volatile int stopping; /* set once at shutdown */
+    /* 0, then 1 once at shutdown: app_stop() writes it, every background
+     * thread and long poll reads it through app_stopping(). An atomic, not a
+     * volatile: volatile orders nothing between threads, and a plain read
+     * racing the write is undefined behaviour. */
+    atomic_int stopping;
 };
 
 /* Ask the scheduler thread for a pass soon. Thread-safe. */
 void app_wake_scheduler(struct srv_app *app);
+
+/* Begin shutdown: from now on app_stopping() is true on every thread; each
+ * background loop notices at its next poll (at most about a second), and
+ * its *_stop() then joins it. Idempotent. Thread-safe. */
+void app_stop(struct srv_app *app);
+
+/* Nonzero once app_stop() has been called. Thread-safe. */
+int app_stopping(const struct srv_app *app);
 
 #endif

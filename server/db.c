@@ -29,8 +29,12 @@ extern const struct ty_embedded ty_migrations[];
 extern const unsigned ty_migrations_count;
 
 struct db_slot {
-    PGconn *conn; /* owned; NULL until first use */
-    int busy;     /* checked out by a thread */
+    /* Owned; NULL until first use. Written only by the thread that has the
+     * slot checked out, and then under db->lock, because db_acquire() and
+     * db_release() read every slot's conn under it; that thread alone may
+     * read it without the lock. */
+    PGconn *conn;
+    int busy; /* checked out by a thread; under db->lock */
 };
 
 struct db {
@@ -107,6 +111,7 @@ void db_free(struct db *db)
 PGconn *db_acquire(struct db *db, int timeout_ms)
 {
     struct timespec deadline;
+    PGconn *conn;
     int idx = -1;
 
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -135,18 +140,25 @@ PGconn *db_acquire(struct db *db, int timeout_ms)
     pthread_mutex_unlock(&db->lock);
     if (idx < 0)
         return NULL;
-    if (db->slots[idx].conn == NULL)
-        db->slots[idx].conn = connect_url(db->url);
-    if (db->slots[idx].conn != NULL && PQstatus(db->slots[idx].conn) != CONNECTION_OK)
-        PQreset(db->slots[idx].conn);
-    if (db->slots[idx].conn == NULL || PQstatus(db->slots[idx].conn) != CONNECTION_OK) {
+    conn = db->slots[idx].conn; /* the slot is ours: nobody else writes it */
+    if (conn == NULL) {
+        /* Connect without the lock (it never covers talking to the server),
+         * store with it: other threads scan every slot's conn. */
+        conn = connect_url(db->url);
+        pthread_mutex_lock(&db->lock);
+        db->slots[idx].conn = conn;
+        pthread_mutex_unlock(&db->lock);
+    }
+    if (conn != NULL && PQstatus(conn) != CONNECTION_OK)
+        PQreset(conn); /* the same PGconn, reconnected */
+    if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
         pthread_mutex_lock(&db->lock);
         db->slots[idx].busy = 0;
         pthread_cond_signal(&db->freed);
         pthread_mutex_unlock(&db->lock);
         return NULL;
     }
-    return db->slots[idx].conn;
+    return conn;
 }
 
 void db_release(struct db *db, PGconn *conn)

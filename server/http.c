@@ -625,7 +625,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         ctx->resumed = 1;
         if (ctx->req.resume_rc != RC_OK)
             return finish(ctx, ctx->req.resume_rc); /* the wait was never parked */
-        if (ctx->req.app->stopping)
+        if (app_stopping(ctx->req.app))
             ctx->req.poll_deadline_ms = 0;
         return finish(ctx, ctx->req.resume_fn(&ctx->req));
     }

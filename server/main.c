@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     LOG_INFO("main", "stopping", "signal=%d", sig);
     status = 0;
 out:
-    app.stopping = 1;
+    app_stop(&app);
     sched_loop_stop(sched);
     monitor_stop(monitor);
     webhooks_stop(hooks);

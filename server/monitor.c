@@ -94,7 +94,7 @@ static void *monitor_main(void *arg)
 {
     struct monitor *m = arg;
 
-    while (!m->app->stopping) {
+    while (!app_stopping(m->app)) {
         PGconn *c = db_acquire(m->app->db, 1000);
         struct timespec ts = {0, 500 * 1000000L};
         if (c != NULL) {

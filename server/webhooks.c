@@ -253,7 +253,7 @@ static void *deliver_main(void *arg)
     struct webhooks *w = arg;
     struct srv_app *app = w->app;
 
-    while (!app->stopping) {
+    while (!app_stopping(app)) {
         struct db_delivery d;
         int found = 0;
         int64_t claimed_ms = srv_now_ms(); /* before the claim: the lease starts later */

@@ -101,7 +101,7 @@ static void sleep_ms(int ms)
 
 static int stopping(const struct agent *a)
 {
-    return a->cfg->stop != NULL && *a->cfg->stop;
+    return a->cfg->stop != NULL && atomic_load(a->cfg->stop);
 }
 
 /* ---- labels ---- */
@@ -453,9 +453,20 @@ static void handle_assignments(struct agent *a, const json_t *resp)
         err_init(&e);
         rc = wrk_assignment_parse(json_array_get(arr, i), &as, &bad_id, &e);
         if (rc == RC_OK) {
-            q->a = as;
-            q->networks = json_incref(json_object_get(json_array_get(arr, i), "allowed_networks"));
+            const json_t *nets = json_object_get(json_array_get(arr, i), "allowed_networks");
+            /* A copy for the control thread, not a second reference: the
+             * poller's json_decref(resp) and the control thread's
+             * json_decref(q->networks) would race, as jansson's decrement
+             * is release-only and the last one frees without an acquire. */
+            q->networks = json_deep_copy(nets);
             snprintf(q->attempt_id, sizeof(q->attempt_id), "%s", as->attempt_id);
+            if (nets != NULL && q->networks == NULL) {
+                /* Refused rather than run with fewer networks than asked. */
+                snprintf(q->reason, sizeof(q->reason), "out of memory on the node");
+                wrk_assignment_free(as);
+            } else {
+                q->a = as;
+            }
         } else if (bad_id != NULL) {
             LOG_WARN("agent", "invalid assignment", "attempt_id=%s error=\"%s\"", bad_id,
                      e.message);
