@@ -66,6 +66,48 @@ enum rc db_begin(PGconn *conn) TY_WUR;
 enum rc db_commit(PGconn *conn) TY_WUR;
 void db_rollback(PGconn *conn);
 
+/* How many times db_tx() runs a body in all before it gives up. */
+#define DB_TX_TRIES 5
+
+/*
+ * A transaction body: the database work of one transaction on a connection
+ * that arg names. It runs again from its start when the transaction is
+ * retried, so it must reset whatever it fills in arg, and do nothing outside
+ * the database (no reply to a client, no waking of waiters or workers, no
+ * webhook sent, no in-memory change); NOTIFY is fine, it is delivered at
+ * commit. Those side effects belong after db_tx() returns RC_OK.
+ */
+typedef enum rc (*db_tx_body)(void *arg);
+
+/*
+ * Run body(arg) in one transaction on conn: BEGIN, the body, COMMIT when it
+ * returns RC_OK, ROLLBACK otherwise. When PostgreSQL broke a deadlock
+ * (40P01) or a serialization failure (40001) ended the transaction
+ * (RC_ERETRY, from the body or from COMMIT), it is rolled back and run again
+ * after a short jittered pause, at most DB_TX_TRIES times in all. Returns the
+ * rc of the last run (RC_ERETRY when every run met a conflict). Never call
+ * it inside an open transaction, nor with a body that waits on a client.
+ */
+enum rc db_tx(PGconn *conn, db_tx_body body, void *arg, const char *req_id) TY_WUR;
+
+/*
+ * The retry loop of db_tx() apart from libpq, so that it can be tested alone:
+ * ops->begin/commit/rollback/pause(ctx, ...) stand for BEGIN, COMMIT, ROLLBACK
+ * and the pause between runs. db_tx() is db_tx_run(&pq_ops, conn, ...).
+ */
+struct db_tx_ops {
+    enum rc (*begin)(void *ctx);
+    enum rc (*commit)(void *ctx);
+    void (*rollback)(void *ctx);
+    void (*pause_us)(void *ctx, long us);
+};
+enum rc db_tx_run(const struct db_tx_ops *ops, void *ctx, db_tx_body body, void *arg,
+                  const char *req_id) TY_WUR;
+
+/* The pause before run number run (2..DB_TX_TRIES) in microseconds, given a
+ * random value: in [500 << (run - 2), 1000 << (run - 2)); 0 before the first. */
+long db_tx_backoff_us(int run, unsigned rnd);
+
 /*
  * Apply the migrations compiled into the binary (sql/NNN_*.sql) that the
  * database lacks, each in its own transaction, under an advisory lock so
