@@ -9,6 +9,36 @@
  *
  * Thread-safety: db_acquire/db_release are thread-safe; a PGconn is used by
  * one thread at a time.
+ *
+ * Lock order (written down here only; DESIGN.md "Data model" states it). Every
+ * transaction takes its row locks in this order, so that no two wait on each
+ * other in a cycle:
+ *
+ *   1. node rows (nodes): a node's own requests lock its row first; the
+ *      monitor locks the nodes it declares lost in id order.
+ *   2. job rows, in ascending id, every one the transaction will change,
+ *      before anything that belongs to them: db_jobs_lock() (ORDER BY id FOR
+ *      UPDATE), or one job row by itself (db_job_brief, db_attempt_info).
+ *      Always FOR UPDATE, the mode db_job_transition() asks for, so that no
+ *      transaction upgrades its own lock later: an upgrade waits for the
+ *      key-share locks that inserts referencing the job hold.
+ *   3. rows that belong to a job: its attempts, allocations, events, logs,
+ *      metrics and checkpoints. They are written only by a transaction that
+ *      holds the job's row (db_assignments_take and the register path lock
+ *      their jobs first for this), so holding a job also settles who may
+ *      touch these.
+ *   4. the audit head (audit_append), last: once a transaction holds it, it
+ *      locks no further job row; it may still write rows of the jobs it holds
+ *      (3.) and new rows, which nobody else can be holding.
+ *
+ * Other tables' rows (users, sites, exports, webhooks...) come before the
+ * audit head. One known exception: enqueueing a webhook delivery after a job
+ * transition key-share-locks the webhook row after the audit head, so it can
+ * meet a webhook's deletion (webhook row, then audit head); and a register
+ * can find an attempt handed to the node just after it locked the node's
+ * jobs, and lock that job late. PostgreSQL breaks such a cycle (40P01) and
+ * db_tx() runs the transaction again.
+ * Sites that follow this order say so in a comment naming "Lock order".
  */
 #ifndef TY_SERVER_DB_H
 #define TY_SERVER_DB_H
