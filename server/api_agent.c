@@ -260,6 +260,8 @@ static enum rc check_inventory(struct srv_req *req)
 /*
  * Attempts this node had started but no longer runs (its worker restarted
  * and the ranks are gone): a loss of the node's part, not a job failure.
+ * Lock order (db.h): their jobs are locked already (db_node_jobs_lock), so
+ * db_attempt_info's lock takes no new job row after the audit head.
  */
 static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
 {
@@ -287,64 +289,84 @@ static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
     return rc;
 }
 
-enum rc api_agent_register(struct srv_req *req)
+/* A register's transaction (api_tx body); stop and lost are reset on each run. */
+struct register_tx {
+    const char *addr;      /* borrowed */
+    int64_t site_id;       /* from the labels; 0 keeps the node's */
+    const json_t *running; /* borrowed, from the body */
+    json_t *stop, *lost;   /* owned */
+};
+
+static enum rc register_body(struct srv_req *req, void *arg)
 {
-    const char *addr;
-    char old[16], new_state[16], id[24];
-    json_t *running, *stop = NULL, *lost = NULL, *keep = NULL;
-    size_t i;
-    json_t *r;
-    int64_t site_id = 0;
+    struct register_tx *x = arg;
+    char old[16], new_state[16];
     enum rc rc;
 
-    if ((rc = check_inventory(req)) != RC_OK ||
-        (rc = label_site(req, json_object_get(req->body, "labels"), &site_id)) != RC_OK)
-        return rc;
-    addr = json_string_value(json_object_get(req->body, "addr"));
-    if (addr == NULL || addr[0] == '\0')
-        addr = req->client_addr;
-    running = json_object_get(req->body, "running");
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
-    rc = db_node_register(req->db, req->who.node_id, req->body, addr, site_id, old, new_state,
+    json_decref(x->stop);
+    json_decref(x->lost);
+    x->stop = x->lost = NULL;
+    rc = db_node_register(req->db, req->who.node_id, req->body, x->addr, x->site_id, old, new_state,
                           sizeof(old), req->req_id);
+    /* Lock order (db.h): the node's row, then the jobs on it, then the audit
+     * head; lose_attempts changes those jobs after the audit events. */
+    if (rc == RC_OK)
+        rc = db_node_jobs_lock(req->db, req->who.node_id, req->req_id);
     if (rc == RC_OK)
         rc = audit_node_state(req, old, new_state, "worker registered");
     if (rc == RC_OK) {
         char target[96];
         json_t *d = json_pack("{s:I,s:s}", "gpus",
                               (json_int_t)json_array_size(json_object_get(req->body, "gpus")),
-                              "addr", addr);
+                              "addr", x->addr);
         snprintf(target, sizeof(target), "node:%s", req->who.node_name);
         rc = audit_append_req(req, "node.register", target, "success", d);
         json_decref(d);
     }
     if (rc == RC_OK)
-        rc = db_attempts_to_stop(req->db, req->who.node_id, running, &stop, req->req_id);
+        rc = db_attempts_to_stop(req->db, req->who.node_id, x->running, &x->stop, req->req_id);
     if (rc == RC_OK)
-        rc = db_attempts_lost_on_node(req->db, req->who.node_id, running, &lost, req->req_id);
-    if (rc == RC_OK && json_array_size(lost) > 0)
-        rc = lose_attempts(req, lost);
+        rc = db_attempts_lost_on_node(req->db, req->who.node_id, x->running, &x->lost, req->req_id);
+    if (rc == RC_OK && json_array_size(x->lost) > 0)
+        rc = lose_attempts(req, x->lost);
     if (rc == RC_OK)
         rc = db_allocs_redeliver(req->db, req->who.node_id, req->req_id);
     /* Other replicas (delivered at commit): this node's old long-polls
      * parked there give up, and the leader sees the new GPUs. */
     if (rc == RC_OK)
         rc = notify_send(req->app, req->db, &req->who.node_id, 1, 1, req->req_id);
-    rc = api_end(req, rc);
-    if (rc != RC_OK)
+    return rc;
+}
+
+enum rc api_agent_register(struct srv_req *req)
+{
+    struct register_tx x = {NULL, 0, NULL, NULL, NULL};
+    char id[24];
+    json_t *keep = NULL;
+    size_t i;
+    json_t *r;
+    enum rc rc;
+
+    if ((rc = check_inventory(req)) != RC_OK ||
+        (rc = label_site(req, json_object_get(req->body, "labels"), &x.site_id)) != RC_OK)
+        return rc;
+    x.addr = json_string_value(json_object_get(req->body, "addr"));
+    if (x.addr == NULL || x.addr[0] == '\0')
+        x.addr = req->client_addr;
+    x.running = json_object_get(req->body, "running");
+    if ((rc = api_tx(req, register_body, &x)) != RC_OK)
         goto out;
     /* Long-polls left by the previous worker process see the new generation
      * and give up; the new process polls next. */
     waiters_notify(req->app->waiters, req->who.node_id);
     keep = json_array();
-    json_array_foreach(running, i, r)
+    json_array_foreach(x.running, i, r)
     {
         json_t *aid = json_object_get(r, "attempt_id");
         int stopping = 0;
         size_t k;
         json_t *s;
-        json_array_foreach(stop, k, s)
+        json_array_foreach(x.stop, k, s)
         {
             stopping |= json_equal(s, aid);
         }
@@ -355,11 +377,11 @@ enum rc api_agent_register(struct srv_req *req)
     rc = srv_reply(req, 200,
                    json_pack("{s:s,s:i,s:O,s:O}", "node_id",
                              api_i64(req->who.node_id, id, sizeof(id)), "heartbeat_interval_ms",
-                             AGENT_HEARTBEAT_MS, "keep", keep, "kill", stop));
+                             AGENT_HEARTBEAT_MS, "keep", keep, "kill", x.stop));
 out:
     json_decref(keep);
-    json_decref(stop);
-    json_decref(lost);
+    json_decref(x.stop);
+    json_decref(x.lost);
     return rc;
 }
 
@@ -421,32 +443,47 @@ static enum rc mark_starting(struct srv_req *req, const json_t *jobs)
     return rc;
 }
 
+/* A poll's transaction (api_tx body); the arrays are reset on each run. */
+struct poll_tx {
+    json_t *assignments, *jobs, *cancels; /* owned */
+};
+
+static enum rc poll_body(struct srv_req *req, void *arg)
+{
+    struct poll_tx *x = arg;
+    enum rc rc;
+
+    json_decref(x->assignments);
+    json_decref(x->jobs);
+    json_decref(x->cancels);
+    x->assignments = x->jobs = x->cancels = NULL;
+    /* Lock order (db.h): db_assignments_take locks the jobs it hands out in
+     * id order before mark_starting's transitions take the audit head. */
+    rc = db_assignments_take(req->db, req->who.node_id, req->poll_arg, req->app->cfg->storage_root,
+                             &x->assignments, &x->jobs, &x->cancels, req->req_id);
+    if (rc == RC_OK)
+        rc = mark_starting(req, x->jobs);
+    return rc;
+}
+
 static enum rc assignments_poll(struct srv_req *req)
 {
-    json_t *assignments = NULL, *jobs = NULL, *cancels = NULL;
+    struct poll_tx x = {NULL, NULL, NULL};
     enum rc rc;
 
     req->poll_checked_us = srv_mono_us(); /* before looking: see waiters.h */
-    rc = api_begin(req);
-
-    if (rc == RC_OK)
-        rc = db_assignments_take(req->db, req->who.node_id, req->poll_arg,
-                                 req->app->cfg->storage_root, &assignments, &jobs, &cancels,
-                                 req->req_id);
-    if (rc == RC_OK)
-        rc = mark_starting(req, jobs);
-    rc = api_end(req, rc);
-    if (rc == RC_OK && json_array_size(assignments) == 0 && json_array_size(cancels) == 0 &&
+    rc = api_tx(req, poll_body, &x);
+    if (rc == RC_OK && json_array_size(x.assignments) == 0 && json_array_size(x.cancels) == 0 &&
         srv_now_ms() < req->poll_deadline_ms && !app_stopping(req->app)) {
         /* Nothing yet: park until the scheduler places work here. */
         srv_suspend(req, req->who.node_id, req->poll_deadline_ms, assignments_poll);
     } else if (rc == RC_OK) {
         rc = srv_reply(req, 200,
-                       json_pack("{s:O,s:O}", "assignments", assignments, "cancel", cancels));
+                       json_pack("{s:O,s:O}", "assignments", x.assignments, "cancel", x.cancels));
     }
-    json_decref(assignments);
-    json_decref(jobs);
-    json_decref(cancels);
+    json_decref(x.assignments);
+    json_decref(x.jobs);
+    json_decref(x.cancels);
     return rc;
 }
 
@@ -483,27 +520,34 @@ static enum rc load_attempt(struct srv_req *req, int64_t *attempt_id, struct db_
     return rc;
 }
 
-enum rc api_agent_started(struct srv_req *req)
+/* The started report's transaction (api_tx body): one job, locked first
+ * with its attempt (load_attempt), the audit head last (db.h "Lock order"). */
+static enum rc started_body(struct srv_req *req, void *arg)
 {
+    const char *actor = arg;
     int64_t attempt_id;
     struct db_attempt_info info;
-    char actor[96];
     int all = 0;
-    enum rc rc;
+    enum rc rc = load_attempt(req, &attempt_id, &info);
 
-    if (req->body != NULL && !json_is_object(req->body))
-        return srv_fail(req, RC_EINVAL, "", "the body must be a JSON object");
-    node_actor(req, actor, sizeof(actor));
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
-    rc = load_attempt(req, &attempt_id, &info);
     if (rc == RC_OK && strcmp(info.attempt_state, "ended") != 0) {
         rc = db_attempt_node_started(req->db, attempt_id, req->who.node_id, &all, req->req_id);
         if (rc == RC_OK && all)
             rc = lifecycle_attempt_running(req->db, info.job_id, attempt_id, info.attempt, actor,
                                            req->req_id);
     }
-    if ((rc = api_end(req, rc)) != RC_OK)
+    return rc;
+}
+
+enum rc api_agent_started(struct srv_req *req)
+{
+    char actor[96];
+    enum rc rc;
+
+    if (req->body != NULL && !json_is_object(req->body))
+        return srv_fail(req, RC_EINVAL, "", "the body must be a JSON object");
+    node_actor(req, actor, sizeof(actor));
+    if ((rc = api_tx(req, started_body, actor)) != RC_OK)
         return rc;
     return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
 }
@@ -651,27 +695,34 @@ static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int at
     return rc;
 }
 
-enum rc api_agent_exit(struct srv_req *req)
+/* An exit report's transaction (api_tx body); nodes is reset on each run. */
+struct exit_tx {
+    const char *actor;
+    int64_t job_id;
+    int accounted; /* the report was already accounted for */
+    json_t *nodes; /* owned: nodes still holding the job */
+};
+
+/* Lock order (db.h): one job, locked with its attempt (load_attempt), then
+ * its allocations and attempts, the audit head last. */
+static enum rc exit_body(struct srv_req *req, void *arg)
 {
+    struct exit_tx *x = arg;
+    const char *actor = x->actor;
     int64_t attempt_id;
     struct db_attempt_info info;
-    char actor[96], reason[512], why[600];
+    char reason[512], why[600];
     int live = 0, all_ok = 0;
-    json_t *nodes = NULL, *n;
-    size_t i;
     enum rc rc;
 
-    if (req->body == NULL || !json_is_object(req->body) ||
-        !json_is_array(json_object_get(req->body, "ranks")))
-        return srv_fail(req, RC_EINVAL, "ranks", "the body needs a ranks array");
-    node_actor(req, actor, sizeof(actor));
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
+    json_decref(x->nodes);
+    x->nodes = NULL;
+    x->accounted = 0;
     rc = load_attempt(req, &attempt_id, &info);
     if (rc == RC_OK && info.alloc_released) {
         /* Already accounted for (node loss, retry of this report). */
-        rc = api_end(req, RC_OK);
-        return rc != RC_OK ? rc : srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+        x->accounted = 1;
+        return RC_OK;
     }
     if (rc == RC_OK)
         rc = db_attempt_node_exit(req->db, attempt_id, req->who.node_id, req->body, &live, &all_ok,
@@ -695,23 +746,42 @@ enum rc api_agent_exit(struct srv_req *req)
             rc = lifecycle_attempt_succeeded(req->db, info.job_id, attempt_id, actor, req->req_id);
         }
     }
-    if (rc == RC_OK)
-        rc = db_job_nodes(req->db, info.job_id, &nodes, req->req_id);
+    if (rc == RC_OK) {
+        x->job_id = info.job_id;
+        rc = db_job_nodes(req->db, info.job_id, &x->nodes, req->req_id);
+    }
     /* The same wake-ups as below, for other replicas (delivered at commit). */
     if (rc == RC_OK)
-        rc = notify_send_job(req->app, req->db, info.job_id, nodes, 1, req->req_id);
-    if ((rc = api_end(req, rc)) != RC_OK) {
-        json_decref(nodes);
+        rc = notify_send_job(req->app, req->db, info.job_id, x->nodes, 1, req->req_id);
+    return rc;
+}
+
+enum rc api_agent_exit(struct srv_req *req)
+{
+    char actor[96];
+    struct exit_tx x = {actor, 0, 0, NULL};
+    json_t *n;
+    size_t i;
+    enum rc rc;
+
+    if (req->body == NULL || !json_is_object(req->body) ||
+        !json_is_array(json_object_get(req->body, "ranks")))
+        return srv_fail(req, RC_EINVAL, "ranks", "the body needs a ranks array");
+    node_actor(req, actor, sizeof(actor));
+    if ((rc = api_tx(req, exit_body, &x)) != RC_OK) {
+        json_decref(x.nodes);
         return rc;
     }
+    if (x.accounted)
+        return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
     /* The other nodes of a failed attempt learn at once that they must stop. */
-    json_array_foreach(nodes, i, n)
+    json_array_foreach(x.nodes, i, n)
     {
         waiters_notify(req->app->waiters,
                        strtoll(json_string_value(json_object_get(n, "node_id")), NULL, 10));
     }
-    json_decref(nodes);
-    waiters_notify(req->app->waiters, -info.job_id);
+    json_decref(x.nodes);
+    waiters_notify(req->app->waiters, -x.job_id);
     app_wake_scheduler(req->app);
     return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
 }

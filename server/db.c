@@ -291,8 +291,15 @@ enum rc db_result_rc(const PGresult *res, const char *req_id)
         return RC_ECONFLICT;
     if (strcmp(state, "23503") == 0)
         return RC_ENOTFOUND;
-    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
+    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0) {
+        const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+        /* Handled where db_tx() runs the transaction again, but worth
+         * knowing of: a deadlock means two transactions took their locks in
+         * different orders. */
+        LOG_WARN("db", "transaction conflict", "req_id=%s sqlstate=%s error=\"%s\"",
+                 req_id ? req_id : "-", state, msg ? msg : "");
         return RC_ERETRY;
+    }
     if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
         return RC_EUNAVAIL;
     if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0)
@@ -326,6 +333,82 @@ void db_rollback(PGconn *conn)
 {
     PGresult *r = PQexec(conn, "ROLLBACK");
     PQclear(r);
+}
+
+long db_tx_backoff_us(int run, unsigned rnd)
+{
+    long base;
+
+    if (run < 2)
+        return 0;
+    if (run > DB_TX_TRIES)
+        run = DB_TX_TRIES;
+    base = 500L << (run - 2);
+    return base + (long)(rnd % (unsigned)base);
+}
+
+enum rc db_tx_run(const struct db_tx_ops *ops, void *ctx, db_tx_body body, void *arg,
+                  const char *req_id)
+{
+    enum rc rc = RC_EINTERNAL;
+
+    for (int run = 1; run <= DB_TX_TRIES; run++) {
+        if (run > 1) {
+            /* Two transactions that deadlocked are often started together
+             * again; a random pause lets one of them go first. Not security
+             * relevant, so the clock's low bits will do as randomness. */
+            struct timespec now;
+            long us;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            us = db_tx_backoff_us(run, (unsigned)now.tv_nsec * 2654435761u);
+            LOG_INFO("db", "transaction retried", "req_id=%s run=%d pause_us=%ld",
+                     req_id ? req_id : "-", run, us);
+            ops->pause_us(ctx, us);
+        }
+        if ((rc = ops->begin(ctx)) != RC_OK)
+            return rc;
+        rc = body(arg);
+        if (rc == RC_OK)
+            rc = ops->commit(ctx);
+        if (rc != RC_OK)
+            ops->rollback(ctx);
+        if (rc != RC_ERETRY)
+            return rc;
+    }
+    LOG_WARN("db", "transaction given up after conflicts", "req_id=%s runs=%d",
+             req_id ? req_id : "-", DB_TX_TRIES);
+    return rc;
+}
+
+static enum rc pq_begin(void *ctx)
+{
+    return db_begin(ctx);
+}
+
+static enum rc pq_commit(void *ctx)
+{
+    return db_commit(ctx);
+}
+
+static void pq_rollback(void *ctx)
+{
+    db_rollback(ctx);
+}
+
+static void pq_pause_us(void *ctx, long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+
+    (void)ctx;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+enum rc db_tx(PGconn *conn, db_tx_body body, void *arg, const char *req_id)
+{
+    static const struct db_tx_ops pq_ops = {pq_begin, pq_commit, pq_rollback, pq_pause_us};
+
+    return db_tx_run(&pq_ops, conn, body, arg, req_id);
 }
 
 enum rc db_parse_i64(const char *s, int64_t *out)

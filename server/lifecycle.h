@@ -9,7 +9,9 @@
  *   -> FAILED (restarts exhausted), CANCELLED (cancel requested, ranks gone)
  *
  * Every function runs inside the caller's open transaction and records the
- * transition, the job event, the audit event and the webhooks together.
+ * transition, the job event, the audit event and the webhooks together. The
+ * caller has locked the job's row already (db.h "Lock order"), so that the
+ * audit head these take comes after it.
  *
  * Thread-safety: any thread, with its own connection.
  */
