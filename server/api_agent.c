@@ -651,6 +651,36 @@ static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int at
     return rc;
 }
 
+/*
+ * The deterministic cause of an exit report (docs/agent-protocol.md,
+ * "failure"; worker/cause.h): "failure" is absent or {"code": string,
+ * "detail": string (optional)}, any other shape is refused (RC_EINVAL, e
+ * filled). *cause is the code when it is one of the causes that fail a job
+ * without a restart, else NULL: a code this server does not know is an
+ * ordinary failure. A refusal by the path policy from a worker that sends no
+ * "failure" (its reason begins "policy violation") is path_refused too.
+ */
+static enum rc exit_cause(struct srv_req *req, const char **cause)
+{
+    static const char *const known[] = {"exec_failed", "path_refused", "script_not_found", NULL};
+    const json_t *f = json_object_get(req->body, "failure");
+    const json_t *code = json_object_get(f, "code"), *detail = json_object_get(f, "detail");
+    const char *why = json_string_value(json_object_get(req->body, "reason"));
+
+    *cause = NULL;
+    if (f != NULL && (!json_is_object(f) || !json_is_string(code) ||
+                      json_string_length(code) > 64 || (detail != NULL && !json_is_string(detail))))
+        return srv_fail(req, RC_EINVAL, "failure",
+                        "failure must be an object with a string code of at most 64 bytes and "
+                        "an optional string detail");
+    for (size_t i = 0; code != NULL && known[i] != NULL; i++)
+        if (strcmp(json_string_value(code), known[i]) == 0)
+            *cause = known[i];
+    if (f == NULL && why != NULL && strncmp(why, "policy violation", 16) == 0)
+        *cause = "path_refused";
+    return RC_OK;
+}
+
 enum rc api_agent_exit(struct srv_req *req)
 {
     int64_t attempt_id;
@@ -658,12 +688,15 @@ enum rc api_agent_exit(struct srv_req *req)
     char actor[96], reason[512], why[600];
     int live = 0, all_ok = 0;
     json_t *nodes = NULL, *n;
+    const char *cause = NULL;
     size_t i;
     enum rc rc;
 
     if (req->body == NULL || !json_is_object(req->body) ||
         !json_is_array(json_object_get(req->body, "ranks")))
         return srv_fail(req, RC_EINVAL, "ranks", "the body needs a ranks array");
+    if ((rc = exit_cause(req, &cause)) != RC_OK)
+        return rc;
     node_actor(req, actor, sizeof(actor));
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
@@ -683,12 +716,19 @@ enum rc api_agent_exit(struct srv_req *req)
             const char *w = json_string_value(json_object_get(req->body, "reason"));
             /* A busy rendezvous port is the platform's problem, not the job's. */
             int counts = !(w != NULL && strncmp(w, "rendezvous port ", 16) == 0);
-            exit_reason(req->body, reason, sizeof(reason));
+            /* No rank ran when the cause is deterministic: the worker's reason says why. */
+            if (cause != NULL && w != NULL && *w != '\0')
+                snprintf(reason, sizeof(reason), "%s", w);
+            else
+                exit_reason(req->body, reason, sizeof(reason));
             snprintf(why, sizeof(why), "attempt %d: %s on node %s", info.attempt, reason,
                      info.node_name);
             if (w != NULL && strncmp(w, "policy violation", 16) == 0)
                 rc = node_policy_violation(req, info.job_id, info.attempt, w, why);
-            if (rc == RC_OK)
+            if (rc == RC_OK && cause != NULL)
+                rc = lifecycle_attempt_failed_for_good(req->db, info.job_id, attempt_id, why, cause,
+                                                       actor, req->req_id);
+            else if (rc == RC_OK)
                 rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, counts, actor,
                                               req->req_id);
         } else if (live == 0 && all_ok) {
