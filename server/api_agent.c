@@ -20,15 +20,20 @@
 #include "db_agent.h"
 #include "db_audit.h"
 #include "db_auth.h"
+#include "db_exports.h"
 #include "db_jobs.h"
 #include "db_policy.h"
 #include "db_webhooks.h"
 #include "lifecycle.h"
+#include "log.h"
 #include "notify.h"
+#include "outputs.h"
+#include "pathpol.h"
 #include "waiters.h"
 
 #define AGENT_HEARTBEAT_MS 2000
 #define AGENT_MAX_WAIT_S 60
+#define AGENT_MAX_ROOTS 64 /* storage roots of a site a checkpoint check reads */
 
 /* [a-z0-9][a-z0-9._-]{0,62}: node names appear in URLs, logs and labels. */
 static int valid_name(const char *s)
@@ -593,11 +598,117 @@ static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics
     return RC_OK;
 }
 
+static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int attempt,
+                                     const char *stage, const char *reason, const char *path,
+                                     const char *why);
+
+/*
+ * The checkpoints of an output batch that may be recorded: each path must lie
+ * in the job's checkpoint directory (the assignment's checkpoint_dir), which
+ * lies in the site's storage roots (the server's storage_root while the site
+ * lists none, as for exports), by outputs_checkpoint_check(). *ok receives
+ * the accepted entries with normalized paths, *refused the others as
+ * {"index", "path" (quoted), "reason"} (new arrays). Only the entry is
+ * refused: the batch's logs, metrics and other checkpoints are stored.
+ */
+static enum rc checkpoints_vet(struct srv_req *req, int64_t job_id, const json_t *ckpts,
+                               json_t **ok, json_t **refused)
+{
+    struct db_export_job job;
+    const char *roots[AGENT_MAX_ROOTS];
+    char dir[PATHPOL_BUF_SIZE], ckdir[PATHPOL_BUF_SIZE + 16], norm[PATHPOL_BUF_SIZE], ids[24];
+    size_t nroots = 0, i;
+    json_t *v;
+    const json_t *c;
+    enum rc rc = RC_OK;
+
+    *ok = json_array();
+    *refused = json_array();
+    if (*ok == NULL || *refused == NULL)
+        return RC_ENOMEM;
+    if (json_array_size(ckpts) == 0)
+        return RC_OK;
+    if ((rc = db_export_job_get(req->db, job_id, &job, req->req_id)) != RC_OK)
+        return rc;
+    json_array_foreach(job.roots, i, v)
+    {
+        if (json_is_string(v) && nroots < AGENT_MAX_ROOTS)
+            roots[nroots++] = json_string_value(v);
+    }
+    if (nroots == 0)
+        roots[nroots++] = req->app->cfg->storage_root;
+    /* A directory too long to name refuses every path ("" is inside nothing). */
+    if (outputs_job_dir(job.paths, job.spec_out, job.roots, req->app->cfg->storage_root,
+                        api_i64(job_id, ids, sizeof(ids)), dir, sizeof(dir)) != RC_OK)
+        dir[0] = '\0';
+    snprintf(ckdir, sizeof(ckdir), "%s%s", dir, dir[0] ? "/checkpoints" : "");
+    json_array_foreach(ckpts, i, c)
+    {
+        const char *path = json_string_value(json_object_get(c, "path"));
+        char q[128];
+        struct err e;
+        json_t *item;
+
+        err_init(&e);
+        if (outputs_checkpoint_check(path, ckdir, roots, nroots, norm, sizeof(norm), &e) == RC_OK) {
+            item = json_copy((json_t *)c);
+            if (item != NULL && json_object_set_new(item, "path", json_string(norm)) != 0) {
+                json_decref(item);
+                item = NULL;
+            }
+            if (item == NULL || json_array_append_new(*ok, item) != 0) {
+                rc = RC_ENOMEM;
+                break;
+            }
+            continue;
+        }
+        pathpol_quote(path, strlen(path), q, sizeof(q));
+        item = json_pack("{s:I,s:s,s:s}", "index", (json_int_t)i, "path", q, "reason", e.message);
+        if (item == NULL || json_array_append_new(*refused, item) != 0) {
+            rc = RC_ENOMEM;
+            break;
+        }
+    }
+    db_export_job_cleanup(&job);
+    return rc;
+}
+
+/*
+ * Each refused checkpoint is a policy.violation (stage "checkpoint") and a
+ * webhook, recorded after the batch's rows: audit events come last, after
+ * every row the transaction locks (DESIGN, lock order).
+ */
+static enum rc checkpoints_refused_audit(struct srv_req *req, const struct db_attempt_info *info,
+                                         const json_t *refused)
+{
+    size_t i;
+    const json_t *r;
+    enum rc rc = RC_OK;
+
+    json_array_foreach(refused, i, r)
+    {
+        const char *path = json_string_value(json_object_get(r, "path"));
+        char reason[320], why[512];
+
+        snprintf(reason, sizeof(reason), "checkpoint refused: %s",
+                 json_string_value(json_object_get(r, "reason")));
+        snprintf(why, sizeof(why), "attempt %d: %s: \"%s\" reported by node %s", info->attempt,
+                 reason, path, req->who.node_name);
+        LOG_WARN("agent", "checkpoint path refused", "req_id=%s job_id=%lld node=%s", req->req_id,
+                 (long long)info->job_id, req->who.node_name);
+        rc = node_policy_violation(req, info->job_id, info->attempt, "checkpoint", reason, path,
+                                   why);
+        if (rc != RC_OK)
+            break;
+    }
+    return rc;
+}
+
 enum rc api_agent_output(struct srv_req *req)
 {
     int64_t attempt_id;
     struct db_attempt_info info;
-    json_t *logs, *metrics, *ckpts, *c;
+    json_t *logs, *metrics, *ckpts, *c, *good = NULL, *refused = NULL;
     size_t i;
     enum rc rc;
 
@@ -607,8 +718,12 @@ enum rc api_agent_output(struct srv_req *req)
         return rc;
     rc = load_attempt(req, &attempt_id, &info);
     if (rc == RC_OK)
-        rc = db_output_store(req->db, info.job_id, info.attempt, logs, metrics, ckpts, req->req_id);
-    json_array_foreach(ckpts, i, c)
+        rc = checkpoints_vet(req, info.job_id, ckpts, &good, &refused);
+    if (rc == RC_OK)
+        rc = db_output_store(req->db, info.job_id, info.attempt, logs, metrics, good, req->req_id);
+    if (rc == RC_OK)
+        rc = checkpoints_refused_audit(req, &info, refused);
+    json_array_foreach(good, i, c)
     {
         char target[48];
         json_t *d =
@@ -624,11 +739,19 @@ enum rc api_agent_output(struct srv_req *req)
         int64_t key = -info.job_id;
         rc = notify_send(req->app, req->db, &key, 1, 0, req->req_id);
     }
-    if ((rc = api_end(req, rc)) != RC_OK)
+    if ((rc = api_end(req, rc)) != RC_OK) {
+        json_decref(good);
+        json_decref(refused);
         return rc;
+    }
     /* Wake log followers of this job (keys below zero are jobs). */
     waiters_notify(req->app->waiters, -info.job_id);
-    return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+    json_decref(good);
+    if (json_array_size(refused) == 0) {
+        json_decref(refused);
+        return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+    }
+    return srv_reply(req, 200, json_pack("{s:b,s:o}", "ok", 1, "refused_checkpoints", refused));
 }
 
 /* "rank 1 exited with 1" from the first failed rank, or the worker's reason. */
@@ -673,20 +796,26 @@ static int node_ok(const json_t *body)
 }
 
 /*
- * The worker refused to launch because a path failed its realpath check (a
- * symlink out of the roots, say): audited and told to the job's webhooks like
- * a refusal at submit, in the transaction that records the failure.
+ * A path refused by the policy on a node's side: the worker refused to launch
+ * because a path failed its realpath check (a symlink out of the roots, say;
+ * stage "node"), or the node reported a checkpoint outside the job's
+ * checkpoint directory (stage "checkpoint", path the quoted path, else NULL).
+ * Audited and told to the job's webhooks like a refusal at submit, in the
+ * transaction of the report.
  */
 static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int attempt,
-                                     const char *reason, const char *why)
+                                     const char *stage, const char *reason, const char *path,
+                                     const char *why)
 {
     char target[48];
-    json_t *d = json_pack("{s:s,s:s,s:i,s:s}", "stage", "node", "node", req->who.node_name,
+    json_t *d = json_pack("{s:s,s:s,s:i,s:s}", "stage", stage, "node", req->who.node_name,
                           "attempt", attempt, "reason", reason);
     enum rc rc;
 
-    if (d == NULL)
+    if (d == NULL || (path != NULL && json_object_set_new(d, "path", json_string(path)) != 0)) {
+        json_decref(d);
         return RC_ENOMEM;
+    }
     snprintf(target, sizeof(target), "job:%lld", (long long)job_id);
     rc = audit_append_req(req, "policy.violation", target, "denied", d);
     json_decref(d);
@@ -695,9 +824,40 @@ static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int at
     return rc;
 }
 
+/*
+ * The deterministic cause of an exit report (docs/agent-protocol.md,
+ * "failure"; worker/cause.h): "failure" is absent or {"code": string,
+ * "detail": string (optional)}, any other shape is refused (RC_EINVAL, e
+ * filled). *cause is the code when it is one of the causes that fail a job
+ * without a restart, else NULL: a code this server does not know is an
+ * ordinary failure. A refusal by the path policy from a worker that sends no
+ * "failure" (its reason begins "policy violation") is path_refused too.
+ */
+static enum rc exit_cause(struct srv_req *req, const char **cause)
+{
+    static const char *const known[] = {"exec_failed", "path_refused", "script_not_found", NULL};
+    const json_t *f = json_object_get(req->body, "failure");
+    const json_t *code = json_object_get(f, "code"), *detail = json_object_get(f, "detail");
+    const char *why = json_string_value(json_object_get(req->body, "reason"));
+
+    *cause = NULL;
+    if (f != NULL && (!json_is_object(f) || !json_is_string(code) ||
+                      json_string_length(code) > 64 || (detail != NULL && !json_is_string(detail))))
+        return srv_fail(req, RC_EINVAL, "failure",
+                        "failure must be an object with a string code of at most 64 bytes and "
+                        "an optional string detail");
+    for (size_t i = 0; code != NULL && known[i] != NULL; i++)
+        if (strcmp(json_string_value(code), known[i]) == 0)
+            *cause = known[i];
+    if (f == NULL && why != NULL && strncmp(why, "policy violation", 16) == 0)
+        *cause = "path_refused";
+    return RC_OK;
+}
+
 /* An exit report's transaction (api_tx body); nodes is reset on each run. */
 struct exit_tx {
     const char *actor;
+    const char *cause; /* the deterministic cause (exit_cause), or NULL */
     int64_t job_id;
     int accounted; /* the report was already accounted for */
     json_t *nodes; /* owned: nodes still holding the job */
@@ -734,12 +894,19 @@ static enum rc exit_body(struct srv_req *req, void *arg)
             const char *w = json_string_value(json_object_get(req->body, "reason"));
             /* A busy rendezvous port is the platform's problem, not the job's. */
             int counts = !(w != NULL && strncmp(w, "rendezvous port ", 16) == 0);
-            exit_reason(req->body, reason, sizeof(reason));
+            /* No rank ran when the cause is deterministic: the worker's reason says why. */
+            if (x->cause != NULL && w != NULL && *w != '\0')
+                snprintf(reason, sizeof(reason), "%s", w);
+            else
+                exit_reason(req->body, reason, sizeof(reason));
             snprintf(why, sizeof(why), "attempt %d: %s on node %s", info.attempt, reason,
                      info.node_name);
             if (w != NULL && strncmp(w, "policy violation", 16) == 0)
-                rc = node_policy_violation(req, info.job_id, info.attempt, w, why);
-            if (rc == RC_OK)
+                rc = node_policy_violation(req, info.job_id, info.attempt, "node", w, NULL, why);
+            if (rc == RC_OK && x->cause != NULL)
+                rc = lifecycle_attempt_failed_for_good(req->db, info.job_id, attempt_id, why,
+                                                       x->cause, actor, req->req_id);
+            else if (rc == RC_OK)
                 rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, counts, actor,
                                               req->req_id);
         } else if (live == 0 && all_ok) {
@@ -759,7 +926,7 @@ static enum rc exit_body(struct srv_req *req, void *arg)
 enum rc api_agent_exit(struct srv_req *req)
 {
     char actor[96];
-    struct exit_tx x = {actor, 0, 0, NULL};
+    struct exit_tx x = {actor, NULL, 0, 0, NULL};
     json_t *n;
     size_t i;
     enum rc rc;
@@ -767,6 +934,8 @@ enum rc api_agent_exit(struct srv_req *req)
     if (req->body == NULL || !json_is_object(req->body) ||
         !json_is_array(json_object_get(req->body, "ranks")))
         return srv_fail(req, RC_EINVAL, "ranks", "the body needs a ranks array");
+    if ((rc = exit_cause(req, &x.cause)) != RC_OK)
+        return rc;
     node_actor(req, actor, sizeof(actor));
     if ((rc = api_tx(req, exit_body, &x)) != RC_OK) {
         json_decref(x.nodes);
