@@ -19,6 +19,7 @@ struct MHD_Daemon;
 struct waiters;
 struct cache;
 struct audit_key;
+struct tpl_set;
 
 struct srv_app {
     const struct srv_config *cfg;  /* borrowed from main */
@@ -30,6 +31,7 @@ struct srv_app {
     struct cache *page_cache;      /* job-list answers (cache.h); owned by main */
     struct MHD_Daemon *daemon;     /* owned by http.c */
     struct audit_key *audit_key;   /* Ed25519 audit signing key (audit_sign.h); owned by main */
+    struct tpl_set *templates;     /* job templates (templates.h), immutable; owned by main */
     char replica_id[16];           /* random tag of this process in NOTIFY payloads (notify.h) */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
     pthread_mutex_t wake_lock;

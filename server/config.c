@@ -51,6 +51,8 @@ static const struct opt opts[] = {
     S(log_debug, "components with debug logging, comma separated"),
     S(sched_policy, "scheduler policy"),
     S(storage_root, "shared storage for job working dirs and checkpoints"),
+    S(templates_dir, "directory of job template files (*.json); none = no templates"),
+    S(examples_dir, "absolute directory of the templates' scripts, the same on every node"),
     S(create_admin, "create an admin user with this name and exit"),
     I(http_threads, 1, 256, "HTTP worker threads"),
     I(db_pool_size, 1, 512, "PostgreSQL connections"),

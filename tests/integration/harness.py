@@ -198,6 +198,7 @@ class Server(Process):
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.proc.poll() is not None:
+                self.log.close()  # a test may expect this (a refused configuration)
                 raise RuntimeError("server exited at start:\n" + self.log_tail())
             try:
                 st, _, _ = Client(self.url).get("/healthz")
