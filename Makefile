@@ -1,6 +1,6 @@
 # trainyard: the two commands of the README, plus helpers.
 #   make run    install, build, start PostgreSQL + server + one worker
-#   make test   install, build with sanitizers, run every test
+#   make test   install, build with sanitizers, run every test (ASan+UBSan, then TSan)
 .PHONY: run test build bench clean format
 
 run:
@@ -10,9 +10,7 @@ test:
 	@scripts/test.sh
 
 build:
-	@scripts/deps.sh build
-	@CC=$${CC:-clang} cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build build-release -j$$(nproc)
+	@scripts/build.sh
 
 bench:
 	@scripts/deps.sh bench
@@ -22,4 +20,4 @@ format:
 	@find common server scheduler worker cli tests bench -name '*.[ch]' -print0 | xargs -0 clang-format -i
 
 clean:
-	rm -rf build build-release
+	rm -rf build build-release build-tsan

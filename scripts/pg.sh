@@ -40,7 +40,12 @@ start)
   opts="-p $port -c listen_addresses=127.0.0.1 -k $data -c max_connections=300"
   # Throwaway test clusters need no durability; a kept cluster does.
   [ "$auth" = trust ] && opts="$opts -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
-  as_pg "$pgbin/pg_ctl" -D "$data" -w -t 60 -l "$data/server.log" -o "$opts" start >/dev/null
+  if ! as_pg "$pgbin/pg_ctl" -D "$data" -w -t 60 -l "$data/server.log" -o "$opts" start >/dev/null; then
+    # Why it did not start is in the server's own log (gone with a test cluster).
+    echo "pg.sh: PostgreSQL did not start on port $port; last lines of $data/server.log:" >&2
+    tail -n 20 "$data/server.log" >&2 || true
+    exit 1
+  fi
   ;;
 stop)
   if [ -f "$data/PG_VERSION" ]; then

@@ -2,15 +2,22 @@
 # `make test`: install what is missing, build with ASan+UBSan and -Werror,
 # start a private PostgreSQL on a random loopback port, and run every test
 # (unit, fuzz corpus replay, lint, integration, end-to-end) with ctest.
+# A failing step is named, with its log under build/log/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
-
-scripts/deps.sh test
-
 build=${TRAINYARD_TEST_BUILD:-build}
-CC=${CC:-clang} cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON -DWERROR=ON >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+step_init test "$build/log"
+
+step --live deps scripts/deps.sh test
+step configure env CC="${CC:-clang}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON -DWERROR=ON
+step --live build cmake --build "$build" -j"$(nproc)"
+# The browser tests' npm packages (playwright-core), pinned by the lock file.
+if [ -f tests/web/package-lock.json ]; then
+  step npm npm ci --prefix tests/web --no-audit --no-fund
+fi
 
 pgdir=$(mktemp -d /tmp/trainyard-test-pg.XXXXXX)
 chmod 755 "$pgdir"
@@ -20,8 +27,10 @@ cleanup() {
   rm -rf "$pgdir"
 }
 trap cleanup EXIT
-scripts/pg.sh start "$pgdir/data" "$port" trust
+step postgres scripts/pg.sh start "$pgdir/data" "$port" trust
 export TRAINYARD_TEST_PG_URL="postgresql://postgres@127.0.0.1:$port"
+# An integration test without the database fails here instead of skipping.
+export TRAINYARD_TEST_REQUIRE_PG=1
 export TRAINYARD_TEST_PG_DIR="$pgdir/data"
 export TRAINYARD_TEST_PG_PORT="$port"
 # Leaks fail the run; the PostgreSQL client library and Python are not ours.
@@ -30,4 +39,9 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/tests/lsan.supp:print_supp
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 cd "$build"
-ctest --output-on-failure -j2 --timeout 900 "$@"
+step --live ctest ctest --output-on-failure -j2 --timeout 900 "$@"
+# Then the unit and integration tests (filtered by the same arguments) under
+# ThreadSanitizer in build-tsan/, on the same PostgreSQL; TRAINYARD_TEST_TSAN=0 skips it.
+if [ "${TRAINYARD_TEST_TSAN:-1}" != 0 ]; then
+  step --live tsan "$top/scripts/tsan.sh" "$@"
+fi

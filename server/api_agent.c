@@ -21,15 +21,20 @@
 #include "db_agent.h"
 #include "db_audit.h"
 #include "db_auth.h"
+#include "db_exports.h"
 #include "db_jobs.h"
 #include "db_policy.h"
 #include "db_webhooks.h"
 #include "lifecycle.h"
+#include "log.h"
 #include "notify.h"
+#include "outputs.h"
+#include "pathpol.h"
 #include "waiters.h"
 
 #define AGENT_HEARTBEAT_MS 2000
 #define AGENT_MAX_WAIT_S 60
+#define AGENT_MAX_ROOTS 64 /* storage roots of a site a checkpoint check reads */
 
 /* [a-z0-9][a-z0-9._-]{0,62}: node names appear in URLs, logs and labels. */
 static int valid_name(const char *s)
@@ -265,6 +270,8 @@ static enum rc check_inventory(struct srv_req *req)
 /*
  * Attempts this node had started but no longer runs (its worker restarted
  * and the ranks are gone): a loss of the node's part, not a job failure.
+ * Lock order (db.h): their jobs are locked already (db_node_jobs_lock), so
+ * db_attempt_info's lock takes no new job row after the audit head.
  */
 static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
 {
@@ -293,65 +300,85 @@ static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
     return rc;
 }
 
-enum rc api_agent_register(struct srv_req *req)
+/* A register's transaction (api_tx body); stop and lost are reset on each run. */
+struct register_tx {
+    const char *addr;      /* borrowed */
+    int64_t site_id;       /* from the labels; 0 keeps the node's */
+    const json_t *running; /* borrowed, from the body */
+    json_t *stop, *lost;   /* owned */
+};
+
+static enum rc register_body(struct srv_req *req, void *arg)
 {
-    const char *addr;
-    char old[16], new_state[16], id[24];
-    json_t *running, *stop = NULL, *lost = NULL, *keep = NULL;
-    size_t i;
-    json_t *r;
-    int64_t site_id = 0;
+    struct register_tx *x = arg;
+    char old[16], new_state[16];
     enum rc rc;
 
-    if ((rc = check_inventory(req)) != RC_OK ||
-        (rc = label_site(req, json_object_get(req->body, "labels"), &site_id)) != RC_OK)
-        return rc;
-    addr = json_string_value(json_object_get(req->body, "addr"));
-    if (addr == NULL || addr[0] == '\0')
-        addr = req->client_addr;
-    running = json_object_get(req->body, "running");
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
-    rc = db_node_register(req->db, req->who.node_id, req->body, addr, site_id, old, new_state,
+    json_decref(x->stop);
+    json_decref(x->lost);
+    x->stop = x->lost = NULL;
+    rc = db_node_register(req->db, req->who.node_id, req->body, x->addr, x->site_id, old, new_state,
                           sizeof(old), req->req_id);
+    /* Lock order (db.h): the node's row, then the jobs on it, then the audit
+     * head; lose_attempts changes those jobs after the audit events. */
+    if (rc == RC_OK)
+        rc = db_node_jobs_lock(req->db, req->who.node_id, req->req_id);
     if (rc == RC_OK)
         rc = audit_node_state(req, old, new_state, "worker registered");
     if (rc == RC_OK) {
         char target[AUDIT_TARGET_SIZE];
         json_t *d = json_pack("{s:I,s:s}", "gpus",
                               (json_int_t)json_array_size(json_object_get(req->body, "gpus")),
-                              "addr", addr);
+                              "addr", x->addr);
         rc = audit_target_name(AUDIT_TARGET_NODE, req->who.node_name, target);
         if (rc == RC_OK)
             rc = audit_append_req(req, "node.register", target, "success", d);
         json_decref(d);
     }
     if (rc == RC_OK)
-        rc = db_attempts_to_stop(req->db, req->who.node_id, running, &stop, req->req_id);
+        rc = db_attempts_to_stop(req->db, req->who.node_id, x->running, &x->stop, req->req_id);
     if (rc == RC_OK)
-        rc = db_attempts_lost_on_node(req->db, req->who.node_id, running, &lost, req->req_id);
-    if (rc == RC_OK && json_array_size(lost) > 0)
-        rc = lose_attempts(req, lost);
+        rc = db_attempts_lost_on_node(req->db, req->who.node_id, x->running, &x->lost, req->req_id);
+    if (rc == RC_OK && json_array_size(x->lost) > 0)
+        rc = lose_attempts(req, x->lost);
     if (rc == RC_OK)
         rc = db_allocs_redeliver(req->db, req->who.node_id, req->req_id);
     /* Other replicas (delivered at commit): this node's old long-polls
      * parked there give up, and the leader sees the new GPUs. */
     if (rc == RC_OK)
         rc = notify_send(req->app, req->db, &req->who.node_id, 1, 1, req->req_id);
-    rc = api_end(req, rc);
-    if (rc != RC_OK)
+    return rc;
+}
+
+enum rc api_agent_register(struct srv_req *req)
+{
+    struct register_tx x = {NULL, 0, NULL, NULL, NULL};
+    char id[24];
+    json_t *keep = NULL;
+    size_t i;
+    json_t *r;
+    enum rc rc;
+
+    if ((rc = check_inventory(req)) != RC_OK ||
+        (rc = label_site(req, json_object_get(req->body, "labels"), &x.site_id)) != RC_OK)
+        return rc;
+    x.addr = json_string_value(json_object_get(req->body, "addr"));
+    if (x.addr == NULL || x.addr[0] == '\0')
+        x.addr = req->client_addr;
+    x.running = json_object_get(req->body, "running");
+    if ((rc = api_tx(req, register_body, &x)) != RC_OK)
         goto out;
     /* Long-polls left by the previous worker process see the new generation
      * and give up; the new process polls next. */
     waiters_notify(req->app->waiters, req->who.node_id);
     keep = json_array();
-    json_array_foreach(running, i, r)
+    json_array_foreach(x.running, i, r)
     {
         json_t *aid = json_object_get(r, "attempt_id");
         int stopping = 0;
         size_t k;
         json_t *s;
-        json_array_foreach(stop, k, s)
+        json_array_foreach(x.stop, k, s)
         {
             stopping |= json_equal(s, aid);
         }
@@ -362,11 +389,11 @@ enum rc api_agent_register(struct srv_req *req)
     rc = srv_reply(req, 200,
                    json_pack("{s:s,s:i,s:O,s:O}", "node_id",
                              api_i64(req->who.node_id, id, sizeof(id)), "heartbeat_interval_ms",
-                             AGENT_HEARTBEAT_MS, "keep", keep, "kill", stop));
+                             AGENT_HEARTBEAT_MS, "keep", keep, "kill", x.stop));
 out:
     json_decref(keep);
-    json_decref(stop);
-    json_decref(lost);
+    json_decref(x.stop);
+    json_decref(x.lost);
     return rc;
 }
 
@@ -428,32 +455,47 @@ static enum rc mark_starting(struct srv_req *req, const json_t *jobs)
     return rc;
 }
 
+/* A poll's transaction (api_tx body); the arrays are reset on each run. */
+struct poll_tx {
+    json_t *assignments, *jobs, *cancels; /* owned */
+};
+
+static enum rc poll_body(struct srv_req *req, void *arg)
+{
+    struct poll_tx *x = arg;
+    enum rc rc;
+
+    json_decref(x->assignments);
+    json_decref(x->jobs);
+    json_decref(x->cancels);
+    x->assignments = x->jobs = x->cancels = NULL;
+    /* Lock order (db.h): db_assignments_take locks the jobs it hands out in
+     * id order before mark_starting's transitions take the audit head. */
+    rc = db_assignments_take(req->db, req->who.node_id, req->poll_arg, req->app->cfg->storage_root,
+                             &x->assignments, &x->jobs, &x->cancels, req->req_id);
+    if (rc == RC_OK)
+        rc = mark_starting(req, x->jobs);
+    return rc;
+}
+
 static enum rc assignments_poll(struct srv_req *req)
 {
-    json_t *assignments = NULL, *jobs = NULL, *cancels = NULL;
+    struct poll_tx x = {NULL, NULL, NULL};
     enum rc rc;
 
     req->poll_checked_us = srv_mono_us(); /* before looking: see waiters.h */
-    rc = api_begin(req);
-
-    if (rc == RC_OK)
-        rc = db_assignments_take(req->db, req->who.node_id, req->poll_arg,
-                                 req->app->cfg->storage_root, &assignments, &jobs, &cancels,
-                                 req->req_id);
-    if (rc == RC_OK)
-        rc = mark_starting(req, jobs);
-    rc = api_end(req, rc);
-    if (rc == RC_OK && json_array_size(assignments) == 0 && json_array_size(cancels) == 0 &&
-        srv_now_ms() < req->poll_deadline_ms && !req->app->stopping) {
+    rc = api_tx(req, poll_body, &x);
+    if (rc == RC_OK && json_array_size(x.assignments) == 0 && json_array_size(x.cancels) == 0 &&
+        srv_now_ms() < req->poll_deadline_ms && !app_stopping(req->app)) {
         /* Nothing yet: park until the scheduler places work here. */
         srv_suspend(req, req->who.node_id, req->poll_deadline_ms, assignments_poll);
     } else if (rc == RC_OK) {
         rc = srv_reply(req, 200,
-                       json_pack("{s:O,s:O}", "assignments", assignments, "cancel", cancels));
+                       json_pack("{s:O,s:O}", "assignments", x.assignments, "cancel", x.cancels));
     }
-    json_decref(assignments);
-    json_decref(jobs);
-    json_decref(cancels);
+    json_decref(x.assignments);
+    json_decref(x.jobs);
+    json_decref(x.cancels);
     return rc;
 }
 
@@ -490,27 +532,34 @@ static enum rc load_attempt(struct srv_req *req, int64_t *attempt_id, struct db_
     return rc;
 }
 
-enum rc api_agent_started(struct srv_req *req)
+/* The started report's transaction (api_tx body): one job, locked first
+ * with its attempt (load_attempt), the audit head last (db.h "Lock order"). */
+static enum rc started_body(struct srv_req *req, void *arg)
 {
+    const char *actor = arg;
     int64_t attempt_id;
     struct db_attempt_info info;
-    char actor[96];
     int all = 0;
-    enum rc rc;
+    enum rc rc = load_attempt(req, &attempt_id, &info);
 
-    if (req->body != NULL && !json_is_object(req->body))
-        return srv_fail(req, RC_EINVAL, "", "the body must be a JSON object");
-    node_actor(req, actor, sizeof(actor));
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
-    rc = load_attempt(req, &attempt_id, &info);
     if (rc == RC_OK && strcmp(info.attempt_state, "ended") != 0) {
         rc = db_attempt_node_started(req->db, attempt_id, req->who.node_id, &all, req->req_id);
         if (rc == RC_OK && all)
             rc = lifecycle_attempt_running(req->db, info.job_id, attempt_id, info.attempt, actor,
                                            req->req_id);
     }
-    if ((rc = api_end(req, rc)) != RC_OK)
+    return rc;
+}
+
+enum rc api_agent_started(struct srv_req *req)
+{
+    char actor[96];
+    enum rc rc;
+
+    if (req->body != NULL && !json_is_object(req->body))
+        return srv_fail(req, RC_EINVAL, "", "the body must be a JSON object");
+    node_actor(req, actor, sizeof(actor));
+    if ((rc = api_tx(req, started_body, actor)) != RC_OK)
         return rc;
     return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
 }
@@ -556,11 +605,117 @@ static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics
     return RC_OK;
 }
 
+static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int attempt,
+                                     const char *stage, const char *reason, const char *path,
+                                     const char *why);
+
+/*
+ * The checkpoints of an output batch that may be recorded: each path must lie
+ * in the job's checkpoint directory (the assignment's checkpoint_dir), which
+ * lies in the site's storage roots (the server's storage_root while the site
+ * lists none, as for exports), by outputs_checkpoint_check(). *ok receives
+ * the accepted entries with normalized paths, *refused the others as
+ * {"index", "path" (quoted), "reason"} (new arrays). Only the entry is
+ * refused: the batch's logs, metrics and other checkpoints are stored.
+ */
+static enum rc checkpoints_vet(struct srv_req *req, int64_t job_id, const json_t *ckpts,
+                               json_t **ok, json_t **refused)
+{
+    struct db_export_job job;
+    const char *roots[AGENT_MAX_ROOTS];
+    char dir[PATHPOL_BUF_SIZE], ckdir[PATHPOL_BUF_SIZE + 16], norm[PATHPOL_BUF_SIZE], ids[24];
+    size_t nroots = 0, i;
+    json_t *v;
+    const json_t *c;
+    enum rc rc = RC_OK;
+
+    *ok = json_array();
+    *refused = json_array();
+    if (*ok == NULL || *refused == NULL)
+        return RC_ENOMEM;
+    if (json_array_size(ckpts) == 0)
+        return RC_OK;
+    if ((rc = db_export_job_get(req->db, job_id, &job, req->req_id)) != RC_OK)
+        return rc;
+    json_array_foreach(job.roots, i, v)
+    {
+        if (json_is_string(v) && nroots < AGENT_MAX_ROOTS)
+            roots[nroots++] = json_string_value(v);
+    }
+    if (nroots == 0)
+        roots[nroots++] = req->app->cfg->storage_root;
+    /* A directory too long to name refuses every path ("" is inside nothing). */
+    if (outputs_job_dir(job.paths, job.spec_out, job.roots, req->app->cfg->storage_root,
+                        api_i64(job_id, ids, sizeof(ids)), dir, sizeof(dir)) != RC_OK)
+        dir[0] = '\0';
+    snprintf(ckdir, sizeof(ckdir), "%s%s", dir, dir[0] ? "/checkpoints" : "");
+    json_array_foreach(ckpts, i, c)
+    {
+        const char *path = json_string_value(json_object_get(c, "path"));
+        char q[128];
+        struct err e;
+        json_t *item;
+
+        err_init(&e);
+        if (outputs_checkpoint_check(path, ckdir, roots, nroots, norm, sizeof(norm), &e) == RC_OK) {
+            item = json_copy((json_t *)c);
+            if (item != NULL && json_object_set_new(item, "path", json_string(norm)) != 0) {
+                json_decref(item);
+                item = NULL;
+            }
+            if (item == NULL || json_array_append_new(*ok, item) != 0) {
+                rc = RC_ENOMEM;
+                break;
+            }
+            continue;
+        }
+        pathpol_quote(path, strlen(path), q, sizeof(q));
+        item = json_pack("{s:I,s:s,s:s}", "index", (json_int_t)i, "path", q, "reason", e.message);
+        if (item == NULL || json_array_append_new(*refused, item) != 0) {
+            rc = RC_ENOMEM;
+            break;
+        }
+    }
+    db_export_job_cleanup(&job);
+    return rc;
+}
+
+/*
+ * Each refused checkpoint is a policy.violation (stage "checkpoint") and a
+ * webhook, recorded after the batch's rows: audit events come last, after
+ * every row the transaction locks (DESIGN, lock order).
+ */
+static enum rc checkpoints_refused_audit(struct srv_req *req, const struct db_attempt_info *info,
+                                         const json_t *refused)
+{
+    size_t i;
+    const json_t *r;
+    enum rc rc = RC_OK;
+
+    json_array_foreach(refused, i, r)
+    {
+        const char *path = json_string_value(json_object_get(r, "path"));
+        char reason[320], why[512];
+
+        snprintf(reason, sizeof(reason), "checkpoint refused: %s",
+                 json_string_value(json_object_get(r, "reason")));
+        snprintf(why, sizeof(why), "attempt %d: %s: \"%s\" reported by node %s", info->attempt,
+                 reason, path, req->who.node_name);
+        LOG_WARN("agent", "checkpoint path refused", "req_id=%s job_id=%lld node=%s", req->req_id,
+                 (long long)info->job_id, req->who.node_name);
+        rc = node_policy_violation(req, info->job_id, info->attempt, "checkpoint", reason, path,
+                                   why);
+        if (rc != RC_OK)
+            break;
+    }
+    return rc;
+}
+
 enum rc api_agent_output(struct srv_req *req)
 {
     int64_t attempt_id;
     struct db_attempt_info info;
-    json_t *logs, *metrics, *ckpts, *c;
+    json_t *logs, *metrics, *ckpts, *c, *good = NULL, *refused = NULL;
     size_t i;
     enum rc rc;
 
@@ -570,8 +725,12 @@ enum rc api_agent_output(struct srv_req *req)
         return rc;
     rc = load_attempt(req, &attempt_id, &info);
     if (rc == RC_OK)
-        rc = db_output_store(req->db, info.job_id, info.attempt, logs, metrics, ckpts, req->req_id);
-    json_array_foreach(ckpts, i, c)
+        rc = checkpoints_vet(req, info.job_id, ckpts, &good, &refused);
+    if (rc == RC_OK)
+        rc = db_output_store(req->db, info.job_id, info.attempt, logs, metrics, good, req->req_id);
+    if (rc == RC_OK)
+        rc = checkpoints_refused_audit(req, &info, refused);
+    json_array_foreach(good, i, c)
     {
         char target[AUDIT_TARGET_SIZE];
         json_t *d =
@@ -588,11 +747,19 @@ enum rc api_agent_output(struct srv_req *req)
         int64_t key = -info.job_id;
         rc = notify_send(req->app, req->db, &key, 1, 0, req->req_id);
     }
-    if ((rc = api_end(req, rc)) != RC_OK)
+    if ((rc = api_end(req, rc)) != RC_OK) {
+        json_decref(good);
+        json_decref(refused);
         return rc;
+    }
     /* Wake log followers of this job (keys below zero are jobs). */
     waiters_notify(req->app->waiters, -info.job_id);
-    return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+    json_decref(good);
+    if (json_array_size(refused) == 0) {
+        json_decref(refused);
+        return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+    }
+    return srv_reply(req, 200, json_pack("{s:b,s:o}", "ok", 1, "refused_checkpoints", refused));
 }
 
 /* "rank 1 exited with 1" from the first failed rank, or the worker's reason. */
@@ -637,20 +804,26 @@ static int node_ok(const json_t *body)
 }
 
 /*
- * The worker refused to launch because a path failed its realpath check (a
- * symlink out of the roots, say): audited and told to the job's webhooks like
- * a refusal at submit, in the transaction that records the failure.
+ * A path refused by the policy on a node's side: the worker refused to launch
+ * because a path failed its realpath check (a symlink out of the roots, say;
+ * stage "node"), or the node reported a checkpoint outside the job's
+ * checkpoint directory (stage "checkpoint", path the quoted path, else NULL).
+ * Audited and told to the job's webhooks like a refusal at submit, in the
+ * transaction of the report.
  */
 static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int attempt,
-                                     const char *reason, const char *why)
+                                     const char *stage, const char *reason, const char *path,
+                                     const char *why)
 {
     char target[AUDIT_TARGET_SIZE];
-    json_t *d = json_pack("{s:s,s:s,s:i,s:s}", "stage", "node", "node", req->who.node_name,
+    json_t *d = json_pack("{s:s,s:s,s:i,s:s}", "stage", stage, "node", req->who.node_name,
                           "attempt", attempt, "reason", reason);
     enum rc rc;
 
-    if (d == NULL)
+    if (d == NULL || (path != NULL && json_object_set_new(d, "path", json_string(path)) != 0)) {
+        json_decref(d);
         return RC_ENOMEM;
+    }
     rc = audit_target_id(AUDIT_TARGET_JOB, job_id, target);
     if (rc == RC_OK)
         rc = audit_append_req(req, "policy.violation", target, "denied", d);
@@ -660,27 +833,65 @@ static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int at
     return rc;
 }
 
-enum rc api_agent_exit(struct srv_req *req)
+/*
+ * The deterministic cause of an exit report (docs/agent-protocol.md,
+ * "failure"; worker/cause.h): "failure" is absent or {"code": string,
+ * "detail": string (optional)}, any other shape is refused (RC_EINVAL, e
+ * filled). *cause is the code when it is one of the causes that fail a job
+ * without a restart, else NULL: a code this server does not know is an
+ * ordinary failure. A refusal by the path policy from a worker that sends no
+ * "failure" (its reason begins "policy violation") is path_refused too.
+ */
+static enum rc exit_cause(struct srv_req *req, const char **cause)
 {
+    static const char *const known[] = {"exec_failed", "path_refused", "script_not_found", NULL};
+    const json_t *f = json_object_get(req->body, "failure");
+    const json_t *code = json_object_get(f, "code"), *detail = json_object_get(f, "detail");
+    const char *why = json_string_value(json_object_get(req->body, "reason"));
+
+    *cause = NULL;
+    if (f != NULL && (!json_is_object(f) || !json_is_string(code) ||
+                      json_string_length(code) > 64 || (detail != NULL && !json_is_string(detail))))
+        return srv_fail(req, RC_EINVAL, "failure",
+                        "failure must be an object with a string code of at most 64 bytes and "
+                        "an optional string detail");
+    for (size_t i = 0; code != NULL && known[i] != NULL; i++)
+        if (strcmp(json_string_value(code), known[i]) == 0)
+            *cause = known[i];
+    if (f == NULL && why != NULL && strncmp(why, "policy violation", 16) == 0)
+        *cause = "path_refused";
+    return RC_OK;
+}
+
+/* An exit report's transaction (api_tx body); nodes is reset on each run. */
+struct exit_tx {
+    const char *actor;
+    const char *cause; /* the deterministic cause (exit_cause), or NULL */
+    int64_t job_id;
+    int accounted; /* the report was already accounted for */
+    json_t *nodes; /* owned: nodes still holding the job */
+};
+
+/* Lock order (db.h): one job, locked with its attempt (load_attempt), then
+ * its allocations and attempts, the audit head last. */
+static enum rc exit_body(struct srv_req *req, void *arg)
+{
+    struct exit_tx *x = arg;
+    const char *actor = x->actor;
     int64_t attempt_id;
     struct db_attempt_info info;
-    char actor[96], reason[512], why[600];
+    char reason[512], why[600];
     int live = 0, all_ok = 0;
-    json_t *nodes = NULL, *n;
-    size_t i;
     enum rc rc;
 
-    if (req->body == NULL || !json_is_object(req->body) ||
-        !json_is_array(json_object_get(req->body, "ranks")))
-        return srv_fail(req, RC_EINVAL, "ranks", "the body needs a ranks array");
-    node_actor(req, actor, sizeof(actor));
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
+    json_decref(x->nodes);
+    x->nodes = NULL;
+    x->accounted = 0;
     rc = load_attempt(req, &attempt_id, &info);
     if (rc == RC_OK && info.alloc_released) {
         /* Already accounted for (node loss, retry of this report). */
-        rc = api_end(req, RC_OK);
-        return rc != RC_OK ? rc : srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+        x->accounted = 1;
+        return RC_OK;
     }
     if (rc == RC_OK)
         rc = db_attempt_node_exit(req->db, attempt_id, req->who.node_id, req->body, &live, &all_ok,
@@ -692,35 +903,63 @@ enum rc api_agent_exit(struct srv_req *req)
             const char *w = json_string_value(json_object_get(req->body, "reason"));
             /* A busy rendezvous port is the platform's problem, not the job's. */
             int counts = !(w != NULL && strncmp(w, "rendezvous port ", 16) == 0);
-            exit_reason(req->body, reason, sizeof(reason));
+            /* No rank ran when the cause is deterministic: the worker's reason says why. */
+            if (x->cause != NULL && w != NULL && *w != '\0')
+                snprintf(reason, sizeof(reason), "%s", w);
+            else
+                exit_reason(req->body, reason, sizeof(reason));
             snprintf(why, sizeof(why), "attempt %d: %s on node %s", info.attempt, reason,
                      info.node_name);
             if (w != NULL && strncmp(w, "policy violation", 16) == 0)
-                rc = node_policy_violation(req, info.job_id, info.attempt, w, why);
-            if (rc == RC_OK)
+                rc = node_policy_violation(req, info.job_id, info.attempt, "node", w, NULL, why);
+            if (rc == RC_OK && x->cause != NULL)
+                rc = lifecycle_attempt_failed_for_good(req->db, info.job_id, attempt_id, why,
+                                                       x->cause, actor, req->req_id);
+            else if (rc == RC_OK)
                 rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, counts, actor,
                                               req->req_id);
         } else if (live == 0 && all_ok) {
             rc = lifecycle_attempt_succeeded(req->db, info.job_id, attempt_id, actor, req->req_id);
         }
     }
-    if (rc == RC_OK)
-        rc = db_job_nodes(req->db, info.job_id, &nodes, req->req_id);
+    if (rc == RC_OK) {
+        x->job_id = info.job_id;
+        rc = db_job_nodes(req->db, info.job_id, &x->nodes, req->req_id);
+    }
     /* The same wake-ups as below, for other replicas (delivered at commit). */
     if (rc == RC_OK)
-        rc = notify_send_job(req->app, req->db, info.job_id, nodes, 1, req->req_id);
-    if ((rc = api_end(req, rc)) != RC_OK) {
-        json_decref(nodes);
+        rc = notify_send_job(req->app, req->db, info.job_id, x->nodes, 1, req->req_id);
+    return rc;
+}
+
+enum rc api_agent_exit(struct srv_req *req)
+{
+    char actor[96];
+    struct exit_tx x = {actor, NULL, 0, 0, NULL};
+    json_t *n;
+    size_t i;
+    enum rc rc;
+
+    if (req->body == NULL || !json_is_object(req->body) ||
+        !json_is_array(json_object_get(req->body, "ranks")))
+        return srv_fail(req, RC_EINVAL, "ranks", "the body needs a ranks array");
+    if ((rc = exit_cause(req, &x.cause)) != RC_OK)
+        return rc;
+    node_actor(req, actor, sizeof(actor));
+    if ((rc = api_tx(req, exit_body, &x)) != RC_OK) {
+        json_decref(x.nodes);
         return rc;
     }
+    if (x.accounted)
+        return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
     /* The other nodes of a failed attempt learn at once that they must stop. */
-    json_array_foreach(nodes, i, n)
+    json_array_foreach(x.nodes, i, n)
     {
         waiters_notify(req->app->waiters,
                        strtoll(json_string_value(json_object_get(n, "node_id")), NULL, 10));
     }
-    json_decref(nodes);
-    waiters_notify(req->app->waiters, -info.job_id);
+    json_decref(x.nodes);
+    waiters_notify(req->app->waiters, -x.job_id);
     app_wake_scheduler(req->app);
     return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
 }

@@ -212,11 +212,46 @@ enum rc api_job_events(struct srv_req *req)
     return srv_reply(req, 200, json_pack("{s:o}", "events", rows));
 }
 
+/* The cancel's transaction (api_tx body); nodes is reset on each run. */
+struct cancel_tx {
+    int64_t id;
+    json_t *nodes; /* owned: nodes still holding the job */
+};
+
+/* Lock order (db.h): the job's row (load_visible), then its allocations and
+ * attempts (jobs_cancel), the audit head meanwhile and last; no other job. */
+static enum rc cancel_body(struct srv_req *req, void *arg)
+{
+    struct cancel_tx *x = arg;
+    int64_t team_id;
+    char state[16], target[AUDIT_TARGET_SIZE];
+    enum rc rc;
+
+    json_decref(x->nodes);
+    x->nodes = NULL;
+    rc = load_visible(req, &x->id, &team_id, state, sizeof(state), 1);
+    if (rc == RC_OK && db_job_state_terminal(state))
+        rc = srv_fail(req, RC_ECONFLICT, "", "the job has already ended (%s)", state);
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_JOB, x->id, target);
+    if (rc == RC_OK)
+        rc = audit_append_req(req, "job.cancel", target, "success", NULL);
+    if (rc == RC_OK)
+        rc = jobs_cancel(req, x->id, state);
+    /* Nodes still holding the job (it was running): their workers' long-polls
+     * answer with the cancel at once instead of at the next heartbeat, here
+     * and (NOTIFY, delivered at commit) on other replicas. */
+    if (rc == RC_OK)
+        rc = db_job_nodes(req->db, x->id, &x->nodes, req->req_id);
+    if (rc == RC_OK)
+        rc = notify_send_job(req->app, req->db, x->id, x->nodes, 1, req->req_id);
+    return rc;
+}
+
 enum rc api_job_cancel(struct srv_req *req)
 {
-    int64_t id, team_id;
-    char state[16], target[AUDIT_TARGET_SIZE];
-    json_t *row = NULL, *nodes = NULL, *n;
+    struct cancel_tx x = {0, NULL};
+    json_t *row = NULL, *n;
     size_t i;
     enum rc rc;
 
@@ -225,39 +260,23 @@ enum rc api_job_cancel(struct srv_req *req)
         return rc;
     if (req->who.role == SRV_ROLE_AUDITOR)
         return srv_fail(req, RC_EPERM, "", "auditors can read jobs but not change them");
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
-    rc = load_visible(req, &id, &team_id, state, sizeof(state), 1);
-    if (rc == RC_OK && db_job_state_terminal(state))
-        rc = srv_fail(req, RC_ECONFLICT, "", "the job has already ended (%s)", state);
-    if (rc == RC_OK)
-        rc = audit_target_id(AUDIT_TARGET_JOB, id, target);
-    if (rc == RC_OK)
-        rc = audit_append_req(req, "job.cancel", target, "success", NULL);
-    if (rc == RC_OK)
-        rc = jobs_cancel(req, id, state);
-    /* Nodes still holding the job (it was running): their workers' long-polls
-     * answer with the cancel at once instead of at the next heartbeat, here
-     * and (NOTIFY, delivered at commit) on other replicas. */
-    if (rc == RC_OK)
-        rc = db_job_nodes(req->db, id, &nodes, req->req_id);
-    if (rc == RC_OK)
-        rc = notify_send_job(req->app, req->db, id, nodes, 1, req->req_id);
-    rc = api_end(req, rc);
+    /* A cancel racing the scheduler or a worker's report on the same job is
+     * run again if PostgreSQL breaks a deadlock, instead of answering 503. */
+    rc = api_tx(req, cancel_body, &x);
     if (rc != RC_OK) {
-        json_decref(nodes);
+        json_decref(x.nodes);
         return rc;
     }
-    json_array_foreach(nodes, i, n)
+    json_array_foreach(x.nodes, i, n)
     {
         int64_t node_id;
         if (db_parse_i64(json_string_value(json_object_get(n, "node_id")), &node_id) == RC_OK)
             waiters_notify(req->app->waiters, node_id);
     }
-    json_decref(nodes);
-    waiters_notify(req->app->waiters, -id);
+    json_decref(x.nodes);
+    waiters_notify(req->app->waiters, -x.id);
     app_wake_scheduler(req->app);
-    if ((rc = db_job_get(req->db, id, &row, req->req_id)) != RC_OK)
+    if ((rc = db_job_get(req->db, x.id, &row, req->req_id)) != RC_OK)
         return rc;
     return srv_reply(req, 202, row);
 }

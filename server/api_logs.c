@@ -133,7 +133,7 @@ static long follow_read(void *cls, uint64_t pos, char *buf, size_t max)
     (void)pos;
     if (fw->off == fw->len) {
         fw->off = fw->len = 0;
-        if (fw->done || fw->req->app->stopping)
+        if (fw->done || app_stopping(fw->req->app))
             return -1;
         fw->req->poll_checked_us = srv_mono_us(); /* before looking: see waiters.h */
         follow_fill(fw);

@@ -1,5 +1,5 @@
 /*
- * api_misc.c - health, readiness and the node list.
+ * api_misc.c - health, readiness, the node list and the job templates.
  */
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 #include "app.h"
 #include "db.h"
 #include "db_nodes.h"
+#include "templates.h"
 
 enum rc api_healthz(struct srv_req *req)
 {
@@ -30,4 +31,26 @@ enum rc api_node_list(struct srv_req *req)
     if (rc != RC_OK)
         return rc;
     return srv_reply(req, 200, json_pack("{s:o}", "nodes", rows));
+}
+
+/* Templates are loaded at start and immutable (templates.h): no database. */
+enum rc api_template_list(struct srv_req *req)
+{
+    json_t *list = tpl_set_list(req->app->templates);
+
+    if (list == NULL)
+        return RC_ENOMEM;
+    return srv_reply(req, 200, json_pack("{s:o}", "templates", list));
+}
+
+enum rc api_template_get(struct srv_req *req)
+{
+    json_t *tpl = NULL;
+    enum rc rc = tpl_set_get(req->app->templates, req->params[0], &tpl);
+
+    if (rc == RC_ENOTFOUND)
+        return srv_fail(req, rc, "", "no such template");
+    if (rc != RC_OK)
+        return rc;
+    return srv_reply(req, 200, tpl);
 }

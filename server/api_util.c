@@ -135,6 +135,34 @@ enum rc api_end(struct srv_req *req, enum rc rc)
     return rc;
 }
 
+struct api_tx {
+    struct srv_req *req;
+    api_tx_body body;
+    void *arg;
+};
+
+static enum rc api_tx_run(void *arg)
+{
+    struct api_tx *t = arg;
+
+    /* A failed run's message must not outlive it. */
+    err_init(&t->req->err);
+    return t->body(t->req, t->arg);
+}
+
+enum rc api_tx(struct srv_req *req, api_tx_body body, void *arg)
+{
+    struct api_tx t = {req, body, arg};
+    enum rc rc;
+
+    if (srv_db(req) == NULL)
+        return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
+    rc = db_tx(req->db, api_tx_run, &t, req->req_id);
+    if (rc == RC_OK)
+        db_jobs_changed();
+    return rc;
+}
+
 const char *api_i64(int64_t v, char *buf, size_t size)
 {
     snprintf(buf, size, "%lld", (long long)v);

@@ -46,6 +46,21 @@ enum rc api_begin(struct srv_req *req) TY_WUR;
 /* Commit when rc is RC_OK, else roll back; returns the final rc. */
 enum rc api_end(struct srv_req *req, enum rc rc);
 
+/* The database work of a request, for api_tx(). */
+typedef enum rc (*api_tx_body)(struct srv_req *req, void *arg);
+
+/*
+ * Run body(req, arg) as one transaction on the request's connection
+ * (acquiring it), through db_tx(): committed when it returns RC_OK, rolled
+ * back otherwise, and run again from its start (req->err cleared) when
+ * PostgreSQL broke a deadlock or a serialization failure, at most
+ * DB_TX_TRIES times. So body only reads and writes the database (NOTIFY
+ * included) and resets what it fills in arg; the reply, waking waiters and
+ * the scheduler come after api_tx() returns RC_OK. For handlers whose
+ * transaction changes job rows (db.h "Lock order").
+ */
+enum rc api_tx(struct srv_req *req, api_tx_body body, void *arg) TY_WUR;
+
 /* The int64 as decimal text into buf (at least 24 bytes); returns buf. */
 const char *api_i64(int64_t v, char *buf, size_t size);
 

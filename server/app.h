@@ -9,6 +9,7 @@
 #define TY_SERVER_APP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "config.h"
 #include "db.h"
@@ -18,6 +19,7 @@ struct MHD_Daemon;
 struct waiters;
 struct cache;
 struct audit_key;
+struct tpl_set;
 
 struct srv_app {
     const struct srv_config *cfg;  /* borrowed from main */
@@ -29,15 +31,28 @@ struct srv_app {
     struct cache *page_cache;      /* job-list answers (cache.h); owned by main */
     struct MHD_Daemon *daemon;     /* owned by http.c */
     struct audit_key *audit_key;   /* Ed25519 audit signing key (audit_sign.h); owned by main */
+    struct tpl_set *templates;     /* job templates (templates.h), immutable; owned by main */
     char replica_id[16];           /* random tag of this process in NOTIFY payloads (notify.h) */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;
     int wake_pending;
-    volatile int stopping; /* set once at shutdown */
+    /* 0, then 1 once at shutdown: app_stop() writes it, every background
+     * thread and long poll reads it through app_stopping(). An atomic, not a
+     * volatile: volatile orders nothing between threads, and a plain read
+     * racing the write is undefined behaviour. */
+    atomic_int stopping;
 };
 
 /* Ask the scheduler thread for a pass soon. Thread-safe. */
 void app_wake_scheduler(struct srv_app *app);
+
+/* Begin shutdown: from now on app_stopping() is true on every thread; each
+ * background loop notices at its next poll (at most about a second), and
+ * its *_stop() then joins it. Idempotent. Thread-safe. */
+void app_stop(struct srv_app *app);
+
+/* Nonzero once app_stop() has been called. Thread-safe. */
+int app_stopping(const struct srv_app *app);
 
 #endif

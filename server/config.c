@@ -51,6 +51,8 @@ static const struct opt opts[] = {
     S(log_debug, "components with debug logging, comma separated"),
     S(sched_policy, "scheduler policy"),
     S(storage_root, "shared storage for job working dirs and checkpoints"),
+    S(templates_dir, "directory of job template files (*.json); none = no templates"),
+    S(examples_dir, "absolute directory of the templates' scripts, the same on every node"),
     S(create_admin, "create an admin user with this name and exit"),
     I(http_threads, 1, 256, "HTTP worker threads"),
     I(db_pool_size, 1, 512, "PostgreSQL connections"),
@@ -68,6 +70,7 @@ static const struct opt opts[] = {
     S(audit_key_path, "audit signing key (default <data_dir>/audit-signing.pem)"),
     I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
     I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
+    I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -94,6 +97,7 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->rendezvous_port_max = 31999;
     cfg->audit_checkpoint_interval_s = 3600;
     cfg->export_link_ttl_s = 86400;
+    cfg->webhook_timeout_ms = 5000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

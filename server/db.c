@@ -29,8 +29,12 @@ extern const struct ty_embedded ty_migrations[];
 extern const unsigned ty_migrations_count;
 
 struct db_slot {
-    PGconn *conn; /* owned; NULL until first use */
-    int busy;     /* checked out by a thread */
+    /* Owned; NULL until first use. Written only by the thread that has the
+     * slot checked out, and then under db->lock, because db_acquire() and
+     * db_release() read every slot's conn under it; that thread alone may
+     * read it without the lock. */
+    PGconn *conn;
+    int busy; /* checked out by a thread; under db->lock */
 };
 
 struct db {
@@ -107,6 +111,7 @@ void db_free(struct db *db)
 PGconn *db_acquire(struct db *db, int timeout_ms)
 {
     struct timespec deadline;
+    PGconn *conn;
     int idx = -1;
 
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -135,18 +140,25 @@ PGconn *db_acquire(struct db *db, int timeout_ms)
     pthread_mutex_unlock(&db->lock);
     if (idx < 0)
         return NULL;
-    if (db->slots[idx].conn == NULL)
-        db->slots[idx].conn = connect_url(db->url);
-    if (db->slots[idx].conn != NULL && PQstatus(db->slots[idx].conn) != CONNECTION_OK)
-        PQreset(db->slots[idx].conn);
-    if (db->slots[idx].conn == NULL || PQstatus(db->slots[idx].conn) != CONNECTION_OK) {
+    conn = db->slots[idx].conn; /* the slot is ours: nobody else writes it */
+    if (conn == NULL) {
+        /* Connect without the lock (it never covers talking to the server),
+         * store with it: other threads scan every slot's conn. */
+        conn = connect_url(db->url);
+        pthread_mutex_lock(&db->lock);
+        db->slots[idx].conn = conn;
+        pthread_mutex_unlock(&db->lock);
+    }
+    if (conn != NULL && PQstatus(conn) != CONNECTION_OK)
+        PQreset(conn); /* the same PGconn, reconnected */
+    if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
         pthread_mutex_lock(&db->lock);
         db->slots[idx].busy = 0;
         pthread_cond_signal(&db->freed);
         pthread_mutex_unlock(&db->lock);
         return NULL;
     }
-    return db->slots[idx].conn;
+    return conn;
 }
 
 void db_release(struct db *db, PGconn *conn)
@@ -279,8 +291,15 @@ enum rc db_result_rc(const PGresult *res, const char *req_id)
         return RC_ECONFLICT;
     if (strcmp(state, "23503") == 0)
         return RC_ENOTFOUND;
-    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
+    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0) {
+        const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+        /* Handled where db_tx() runs the transaction again, but worth
+         * knowing of: a deadlock means two transactions took their locks in
+         * different orders. */
+        LOG_WARN("db", "transaction conflict", "req_id=%s sqlstate=%s error=\"%s\"",
+                 req_id ? req_id : "-", state, msg ? msg : "");
         return RC_ERETRY;
+    }
     if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)
         return RC_EUNAVAIL;
     if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0)
@@ -314,6 +333,82 @@ void db_rollback(PGconn *conn)
 {
     PGresult *r = PQexec(conn, "ROLLBACK");
     PQclear(r);
+}
+
+long db_tx_backoff_us(int run, unsigned rnd)
+{
+    long base;
+
+    if (run < 2)
+        return 0;
+    if (run > DB_TX_TRIES)
+        run = DB_TX_TRIES;
+    base = 500L << (run - 2);
+    return base + (long)(rnd % (unsigned)base);
+}
+
+enum rc db_tx_run(const struct db_tx_ops *ops, void *ctx, db_tx_body body, void *arg,
+                  const char *req_id)
+{
+    enum rc rc = RC_EINTERNAL;
+
+    for (int run = 1; run <= DB_TX_TRIES; run++) {
+        if (run > 1) {
+            /* Two transactions that deadlocked are often started together
+             * again; a random pause lets one of them go first. Not security
+             * relevant, so the clock's low bits will do as randomness. */
+            struct timespec now;
+            long us;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            us = db_tx_backoff_us(run, (unsigned)now.tv_nsec * 2654435761u);
+            LOG_INFO("db", "transaction retried", "req_id=%s run=%d pause_us=%ld",
+                     req_id ? req_id : "-", run, us);
+            ops->pause_us(ctx, us);
+        }
+        if ((rc = ops->begin(ctx)) != RC_OK)
+            return rc;
+        rc = body(arg);
+        if (rc == RC_OK)
+            rc = ops->commit(ctx);
+        if (rc != RC_OK)
+            ops->rollback(ctx);
+        if (rc != RC_ERETRY)
+            return rc;
+    }
+    LOG_WARN("db", "transaction given up after conflicts", "req_id=%s runs=%d",
+             req_id ? req_id : "-", DB_TX_TRIES);
+    return rc;
+}
+
+static enum rc pq_begin(void *ctx)
+{
+    return db_begin(ctx);
+}
+
+static enum rc pq_commit(void *ctx)
+{
+    return db_commit(ctx);
+}
+
+static void pq_rollback(void *ctx)
+{
+    db_rollback(ctx);
+}
+
+static void pq_pause_us(void *ctx, long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+
+    (void)ctx;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+enum rc db_tx(PGconn *conn, db_tx_body body, void *arg, const char *req_id)
+{
+    static const struct db_tx_ops pq_ops = {pq_begin, pq_commit, pq_rollback, pq_pause_us};
+
+    return db_tx_run(&pq_ops, conn, body, arg, req_id);
 }
 
 enum rc db_parse_i64(const char *s, int64_t *out)

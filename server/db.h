@@ -9,6 +9,36 @@
  *
  * Thread-safety: db_acquire/db_release are thread-safe; a PGconn is used by
  * one thread at a time.
+ *
+ * Lock order (written down here only; DESIGN.md "Data model" states it). Every
+ * transaction takes its row locks in this order, so that no two wait on each
+ * other in a cycle:
+ *
+ *   1. node rows (nodes): a node's own requests lock its row first; the
+ *      monitor locks the nodes it declares lost in id order.
+ *   2. job rows, in ascending id, every one the transaction will change,
+ *      before anything that belongs to them: db_jobs_lock() (ORDER BY id FOR
+ *      UPDATE), or one job row by itself (db_job_brief, db_attempt_info).
+ *      Always FOR UPDATE, the mode db_job_transition() asks for, so that no
+ *      transaction upgrades its own lock later: an upgrade waits for the
+ *      key-share locks that inserts referencing the job hold.
+ *   3. rows that belong to a job: its attempts, allocations, events, logs,
+ *      metrics and checkpoints. They are written only by a transaction that
+ *      holds the job's row (db_assignments_take and the register path lock
+ *      their jobs first for this), so holding a job also settles who may
+ *      touch these.
+ *   4. the audit head (audit_append), last: once a transaction holds it, it
+ *      locks no further job row; it may still write rows of the jobs it holds
+ *      (3.) and new rows, which nobody else can be holding.
+ *
+ * Other tables' rows (users, sites, exports, webhooks...) come before the
+ * audit head. One known exception: enqueueing a webhook delivery after a job
+ * transition key-share-locks the webhook row after the audit head, so it can
+ * meet a webhook's deletion (webhook row, then audit head); and a register
+ * can find an attempt handed to the node just after it locked the node's
+ * jobs, and lock that job late. PostgreSQL breaks such a cycle (40P01) and
+ * db_tx() runs the transaction again.
+ * Sites that follow this order say so in a comment naming "Lock order".
  */
 #ifndef TY_SERVER_DB_H
 #define TY_SERVER_DB_H
@@ -65,6 +95,48 @@ enum rc db_exec_ok(PGconn *conn, const char *req_id, const char *sql, int n,
 enum rc db_begin(PGconn *conn) TY_WUR;
 enum rc db_commit(PGconn *conn) TY_WUR;
 void db_rollback(PGconn *conn);
+
+/* How many times db_tx() runs a body in all before it gives up. */
+#define DB_TX_TRIES 5
+
+/*
+ * A transaction body: the database work of one transaction on a connection
+ * that arg names. It runs again from its start when the transaction is
+ * retried, so it must reset whatever it fills in arg, and do nothing outside
+ * the database (no reply to a client, no waking of waiters or workers, no
+ * webhook sent, no in-memory change); NOTIFY is fine, it is delivered at
+ * commit. Those side effects belong after db_tx() returns RC_OK.
+ */
+typedef enum rc (*db_tx_body)(void *arg);
+
+/*
+ * Run body(arg) in one transaction on conn: BEGIN, the body, COMMIT when it
+ * returns RC_OK, ROLLBACK otherwise. When PostgreSQL broke a deadlock
+ * (40P01) or a serialization failure (40001) ended the transaction
+ * (RC_ERETRY, from the body or from COMMIT), it is rolled back and run again
+ * after a short jittered pause, at most DB_TX_TRIES times in all. Returns the
+ * rc of the last run (RC_ERETRY when every run met a conflict). Never call
+ * it inside an open transaction, nor with a body that waits on a client.
+ */
+enum rc db_tx(PGconn *conn, db_tx_body body, void *arg, const char *req_id) TY_WUR;
+
+/*
+ * The retry loop of db_tx() apart from libpq, so that it can be tested alone:
+ * ops->begin/commit/rollback/pause(ctx, ...) stand for BEGIN, COMMIT, ROLLBACK
+ * and the pause between runs. db_tx() is db_tx_run(&pq_ops, conn, ...).
+ */
+struct db_tx_ops {
+    enum rc (*begin)(void *ctx);
+    enum rc (*commit)(void *ctx);
+    void (*rollback)(void *ctx);
+    void (*pause_us)(void *ctx, long us);
+};
+enum rc db_tx_run(const struct db_tx_ops *ops, void *ctx, db_tx_body body, void *arg,
+                  const char *req_id) TY_WUR;
+
+/* The pause before run number run (2..DB_TX_TRIES) in microseconds, given a
+ * random value: in [500 << (run - 2), 1000 << (run - 2)); 0 before the first. */
+long db_tx_backoff_us(int run, unsigned rnd);
 
 /*
  * Apply the migrations compiled into the binary (sql/NNN_*.sql) that the

@@ -188,6 +188,18 @@ enum rc db_node_set_state(PGconn *c, int64_t node_id, const char *state, char *o
     return rc;
 }
 
+enum rc db_node_jobs_lock(PGconn *c, int64_t node_id, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {db_i64(node_id, id, sizeof(id))};
+
+    return db_exec_ok(c, req_id,
+                      "SELECT j.id FROM jobs j WHERE j.id IN (SELECT a.job_id FROM allocations a "
+                      "WHERE a.node_id = $1 AND a.released_at IS NULL AND a.delivered) ORDER BY "
+                      "j.id FOR UPDATE OF j",
+                      1, p);
+}
+
 /* The attempt ids of a "running" array as a PostgreSQL bigint[] literal. */
 static char *running_ids(const json_t *running)
 {
@@ -394,12 +406,39 @@ enum rc db_allocs_redeliver(PGconn *c, int64_t node_id, const char *req_id)
                       1, p);
 }
 
+/*
+ * Lock order (db.h): the jobs whose allocations on this node a poll is about
+ * to change (undelivered ones to take, delivered ones to cancel), in id order,
+ * before the allocations themselves and before mark_starting's transitions
+ * take the audit head. *ids receives them as a bigint[] literal (caller
+ * frees); the poll's UPDATEs change only these jobs' rows, so a job placed
+ * meanwhile waits for the next poll instead of being locked out of order.
+ */
+static enum rc lock_poll_jobs(PGconn *c, const char *const *p, char **ids, const char *req_id)
+{
+    PGresult *r = db_exec(
+        c,
+        "WITH l AS (SELECT j.id FROM jobs j WHERE j.id IN (SELECT a.job_id FROM allocations a "
+        "JOIN attempts t ON t.id = a.attempt_id JOIN jobs x ON x.id = a.job_id WHERE a.node_id = "
+        "$1 AND a.released_at IS NULL AND (NOT a.delivered OR (NOT a.cancel_sent AND (t.state = "
+        "'ended' OR x.cancel_requested)))) ORDER BY j.id FOR UPDATE OF j) SELECT "
+        "coalesce(array_agg(id), '{}')::text FROM l",
+        1, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    *ids = NULL;
+    if (rc == RC_OK && (*ids = strdup(PQgetvalue(r, 0, 0))) == NULL)
+        rc = RC_ENOMEM;
+    PQclear(r);
+    return rc;
+}
+
 enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
                             const char *storage_root, json_t **assignments, json_t **jobs_started,
                             json_t **cancels, const char *req_id)
 {
-    char id[24], gen[24];
-    const char *p[] = {db_i64(node_id, id, sizeof(id)), db_i64(generation, gen, sizeof(gen))};
+    char id[24], gen[24], *jobs = NULL;
+    const char *p[] = {db_i64(node_id, id, sizeof(id)), db_i64(generation, gen, sizeof(gen)), NULL};
     PGresult *r;
     enum rc rc;
     json_t *rows = NULL, *row;
@@ -410,18 +449,22 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
     *cancels = json_array();
     if (*assignments == NULL || *jobs_started == NULL || *cancels == NULL)
         return RC_ENOMEM;
+    if ((rc = lock_poll_jobs(c, p, &jobs, req_id)) != RC_OK)
+        return rc;
+    p[2] = jobs;
     r = db_exec(c,
                 "UPDATE allocations a SET delivered = true FROM attempts t, jobs j WHERE "
                 "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND a.released_at IS "
                 "NULL AND NOT a.delivered AND t.state <> 'ended' AND NOT j.cancel_requested "
                 "AND EXISTS (SELECT 1 FROM nodes n WHERE n.id = $1 AND n.generation = $2) "
+                "AND a.job_id = ANY($3::bigint[]) "
                 "RETURNING a.attempt_id, a.job_id, t.attempt, j.spec, a.node_rank, (SELECT "
                 "count(*) FROM allocations x WHERE x.attempt_id = a.attempt_id), j.gpus, "
                 "array_to_json(a.gpu_indices), a.rank_start, t.master_addr, t.master_port, "
                 "t.resume_from, j.time_limit_s, j.state, (SELECT array_to_json(s.networks) FROM "
                 "sites s WHERE s.id = j.site_id), (SELECT array_to_json(s.storage_roots) FROM "
                 "sites s WHERE s.id = j.site_id), j.paths",
-                2, p);
+                3, p);
     rc = db_result_rc(r, req_id);
     for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {
         json_t *a = assignment_json(r, k, storage_root);
@@ -435,20 +478,23 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
     }
     PQclear(r);
     if (rc != RC_OK)
-        return rc;
+        goto out;
     rc =
         db_query_json(c,
                       "UPDATE allocations a SET cancel_sent = true FROM attempts t, jobs j WHERE "
                       "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND "
                       "a.released_at IS NULL AND a.delivered AND NOT a.cancel_sent AND (t.state = "
                       "'ended' OR j.cancel_requested) AND EXISTS (SELECT 1 FROM nodes n WHERE n.id "
-                      "= $1 AND n.generation = $2) RETURNING a.attempt_id::text AS a",
-                      2, p, 0, &rows, req_id);
+                      "= $1 AND n.generation = $2) AND a.job_id = ANY($3::bigint[]) RETURNING "
+                      "a.attempt_id::text AS a",
+                      3, p, 0, &rows, req_id);
     json_array_foreach(rows, i, row)
     {
         json_array_append(*cancels, json_object_get(row, "a"));
     }
     json_decref(rows);
+out:
+    free(jobs);
     return rc;
 }
 
@@ -629,11 +675,16 @@ enum rc db_nodes_mark_lost(PGconn *c, int timeout_s, json_t **lost, const char *
 
     snprintf(t, sizeof(t), "%d", timeout_s);
     /* The UPDATE claims each node once, so concurrent replicas do not both
-     * handle the same loss. */
+     * handle the same loss. Lock order (db.h): the node rows in id order
+     * first, as two replicas' monitors may claim the same nodes at once; NO
+     * KEY, like the UPDATE's own lock, so that the scheduler inserting an
+     * allocation (a key-share lock on its node) never waits for it. */
     return db_query_json(
         c,
-        "WITH gone AS (UPDATE nodes SET state = 'down' WHERE state <> 'down' AND "
-        "last_seen_at < now() - make_interval(secs => $1::int) RETURNING id, name) "
+        "WITH c AS (SELECT id FROM nodes WHERE state <> 'down' AND last_seen_at < now() - "
+        "make_interval(secs => $1::int) ORDER BY id FOR NO KEY UPDATE), gone AS (UPDATE nodes n "
+        "SET state = 'down' FROM c WHERE n.id = c.id AND n.state <> 'down' RETURNING n.id, "
+        "n.name) "
         "SELECT g.id AS node_id, g.name AS node, coalesce((SELECT json_agg("
         "json_build_object('attempt_id', a.attempt_id::text, 'job_id', "
         "a.job_id::text)) FROM allocations a WHERE a.node_id = g.id AND "

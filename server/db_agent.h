@@ -55,6 +55,13 @@ enum rc db_node_set_state(PGconn *c, int64_t node_id, const char *state, char *o
                           const char *req_id) TY_WUR;
 
 /*
+ * Lock order (db.h): lock, in id order, the jobs with an allocation on
+ * node_id that a worker was handed (delivered, not released), before a
+ * register changes them (lost ranks, redelivery) or takes the audit head.
+ */
+enum rc db_node_jobs_lock(PGconn *c, int64_t node_id, const char *req_id) TY_WUR;
+
+/*
  * Of the attempt ids a node reports running (JSON array of strings), those
  * that must stop: the attempt ended, its job is being cancelled, or this
  * node's allocation was released. *out is a JSON array of id strings.
@@ -81,7 +88,9 @@ enum rc db_allocs_redeliver(PGconn *c, int64_t node_id, const char *req_id) TY_W
 
 /*
  * Take the node's undelivered allocations, marking them delivered, and
- * build the assignments of the protocol. Nothing is taken when the node's
+ * build the assignments of the protocol. The jobs concerned are locked first,
+ * in id order (db.h "Lock order"); a job placed after that is left for the
+ * next poll. Nothing is taken when the node's
  * generation moved on (a request left over from a previous worker process). *jobs_started receives
  * the ids of jobs to move PLACED -> STARTING (JSON array of strings). *cancels receives attempts
  * this node must stop that were not yet sent. Each assignment carries the job's site roots

@@ -133,6 +133,34 @@ enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id)
                          out, req_id);
 }
 
+enum rc db_jobs_lock(PGconn *c, const int64_t *ids, size_t n, const char *req_id)
+{
+    size_t cap = 3 + n * 21, off = 0;
+    char *list;
+    PGresult *res;
+    enum rc rc;
+
+    if (n == 0)
+        return RC_OK;
+    if ((list = malloc(cap)) == NULL)
+        return RC_ENOMEM;
+    list[off++] = '{';
+    for (size_t i = 0; i < n; i++)
+        off += (size_t)snprintf(list + off, cap - off, "%s%lld", i ? "," : "", (long long)ids[i]);
+    snprintf(list + off, cap - off, "}");
+    {
+        const char *p[] = {list};
+        /* The row locks are taken as the sorted rows come out, so in id
+         * order whatever the order of ids. */
+        res = db_exec(c, "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                      1, p);
+    }
+    rc = db_result_rc(res, req_id);
+    PQclear(res);
+    free(list);
+    return rc;
+}
+
 enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *state,
                      size_t state_size, const char *req_id)
 {

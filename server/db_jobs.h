@@ -55,6 +55,14 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
 /* One job with its spec, team, user and site names. RC_ENOTFOUND if missing. */
 enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id) TY_WUR;
 
+/*
+ * Lock the rows of the n jobs in ids (any order; repeats and ids without a
+ * row are fine) FOR UPDATE, in ascending id order, in the open transaction:
+ * step 2 of "Lock order" (db.h) for a transaction that changes several jobs.
+ * Call it before the transaction touches any of them or the audit head.
+ */
+enum rc db_jobs_lock(PGconn *c, const int64_t *ids, size_t n, const char *req_id) TY_WUR;
+
 /* Team id and state of a job (for access checks); lock=1 locks the row. */
 enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *state,
                      size_t state_size, const char *req_id) TY_WUR;

@@ -288,7 +288,9 @@ static void touch(int64_t node, int64_t *nodes, size_t max, size_t *n)
         nodes[(*n)++] = node;
 }
 
-/* Write one placement: job -> PLACED, a new attempt, its allocations. */
+/* Write one placement: job -> PLACED, a new attempt, its allocations. The
+ * job's row is locked already (lock_decided_jobs); after the transition has
+ * taken the audit head, only this job's row and new rows are written. */
 static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
                          const struct sched_placement *p, int port_min, int port_max, int *placed,
                          int64_t *nodes, size_t max, size_t *nnodes)
@@ -373,15 +375,51 @@ static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
     return rc;
 }
 
-enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
-                       const struct sched_decisions *d, int port_min, int port_max, int *placed,
-                       int64_t *nodes_touched, size_t nodes_max, size_t *nnodes_touched)
+/* One pass's writes, as a db_tx() body; the counts are reset on each run. */
+struct apply_tx {
+    PGconn *c;
+    const struct db_sched_snapshot *s;
+    const struct sched_decisions *d;
+    int port_min, port_max;
+    int *placed;
+    int64_t *nodes_touched;
+    size_t nodes_max;
+    size_t *nnodes_touched;
+};
+
+/* Lock order (db.h): every job this pass may change, in id order, before the
+ * first transition takes the audit head. Locking them one by one as the
+ * decisions come would take job rows after the audit head, and a cancel
+ * (one job row, then the audit head) would deadlock with the pass. */
+static enum rc lock_decided_jobs(PGconn *c, const struct sched_decisions *d)
+{
+    size_t n = 0;
+    int64_t *ids = malloc((d->npreemptions + d->nplacements + 1) * sizeof(*ids));
+    enum rc rc;
+
+    if (ids == NULL)
+        return RC_ENOMEM;
+    for (size_t i = 0; i < d->npreemptions; i++)
+        ids[n++] = d->preemptions[i].job_id;
+    for (size_t i = 0; i < d->nplacements; i++)
+        if (d->placements[i].nallocs > 0)
+            ids[n++] = d->placements[i].job_id;
+    rc = db_jobs_lock(c, ids, n, "sched");
+    free(ids);
+    return rc;
+}
+
+static enum rc apply_body(void *arg)
 {
     static const char *const running[] = {"PLACED", "STARTING", "RUNNING", NULL};
-    enum rc rc = db_begin(c);
+    struct apply_tx *x = arg;
+    PGconn *c = x->c;
+    const struct sched_decisions *d = x->d;
+    enum rc rc;
 
-    *placed = 0;
-    *nnodes_touched = 0;
+    *x->placed = 0;
+    *x->nnodes_touched = 0;
+    rc = lock_decided_jobs(c, d);
     for (size_t i = 0; rc == RC_OK && i < d->npreemptions; i++) {
         const struct sched_preemption *pe = &d->preemptions[i];
         char reason[128];
@@ -396,24 +434,32 @@ enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
         if (rc == RC_OK)
             rc = db_alloc_release_job(c, pe->job_id, "preempted", "sched");
         /* Its workers stop the ranks as soon as their polls answer. */
-        for (size_t r = 0; rc == RC_OK && r < s->cluster.nrunning; r++) {
-            const struct sched_running *run = &s->cluster.running[r];
+        for (size_t r = 0; rc == RC_OK && r < x->s->cluster.nrunning; r++) {
+            const struct sched_running *run = &x->s->cluster.running[r];
             if (run->job_id != pe->job_id)
                 continue;
             for (size_t a = 0; a < run->nallocs; a++)
-                touch(run->allocs[a].node_id, nodes_touched, nodes_max, nnodes_touched);
+                touch(run->allocs[a].node_id, x->nodes_touched, x->nodes_max, x->nnodes_touched);
         }
     }
     for (size_t i = 0; rc == RC_OK && i < d->nplacements; i++)
         if (d->placements[i].nallocs > 0)
-            rc = place_one(c, s, &d->placements[i], port_min, port_max, placed, nodes_touched,
-                           nodes_max, nnodes_touched);
-    if (rc == RC_OK)
-        rc = db_commit(c);
-    if (rc == RC_OK)
+            rc = place_one(c, x->s, &d->placements[i], x->port_min, x->port_max, x->placed,
+                           x->nodes_touched, x->nodes_max, x->nnodes_touched);
+    return rc;
+}
+
+enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
+                       const struct sched_decisions *d, int port_min, int port_max, int *placed,
+                       int64_t *nodes_touched, size_t nodes_max, size_t *nnodes_touched)
+{
+    struct apply_tx x = {
+        c, s, d, port_min, port_max, placed, nodes_touched, nodes_max, nnodes_touched};
+    enum rc rc = db_tx(c, apply_body, &x, "sched");
+
+    if (rc == RC_OK) {
         db_jobs_changed();
-    if (rc != RC_OK) {
-        db_rollback(c);
+    } else {
         *placed = 0;
         *nnodes_touched = 0;
     }

@@ -42,6 +42,9 @@ void db_sched_snapshot_free(struct db_sched_snapshot *s);
  * rendezvous port in [port_min, port_max]. *placed receives the number
  * of jobs placed; nodes_touched (array of nnodes_max) the node ids to wake:
  * those of new placements and those whose ranks were preempted.
+ * Every job of d is locked in id order before the first write (db.h "Lock
+ * order"), and the transaction runs again on a deadlock (db_tx), so the
+ * caller wakes the nodes only after this returns RC_OK.
  */
 enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
                        const struct sched_decisions *d, int port_min, int port_max, int *placed,

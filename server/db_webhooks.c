@@ -131,56 +131,72 @@ enum rc db_webhook_deliveries(PGconn *c, int64_t id, json_t **out, const char *r
         1, p, 0, out, req_id);
 }
 
-enum rc db_delivery_claim(PGconn *c, struct db_delivery *out, int max, int *n)
+enum rc db_delivery_claim(PGconn *c, int lease_ms, struct db_delivery *out, int *found)
 {
-    char m[16];
-    const char *p[] = {m};
-    PGresult *r;
+    char l[16];
+    const char *p[] = {l};
+    PGresult *r = NULL;
     enum rc rc;
 
-    snprintf(m, sizeof(m), "%d", max);
-    *n = 0;
+    snprintf(l, sizeof(l), "%d", lease_ms);
+    *found = 0;
+    memset(out, 0, sizeof(*out));
     r = db_exec(c,
                 "UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_at = now() + "
-                "interval '60 seconds' FROM webhooks w WHERE w.id = d.webhook_id AND d.id IN "
-                "(SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_at <= now() "
-                "ORDER BY next_at LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING d.id, d.attempts, "
-                "d.event, w.format, w.url, w.secret, d.payload",
+                "$1::int * interval '1 millisecond' FROM webhooks w WHERE w.id = d.webhook_id AND "
+                "d.id = (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_at <= "
+                "now() ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING d.id, "
+                "d.attempts, d.event, w.format, w.url, w.secret, d.payload",
                 1, p);
     rc = db_result_rc(r, "webhooks");
-    for (int i = 0; rc == RC_OK && i < PQntuples(r) && i < max; i++) {
-        struct db_delivery *d = &out[i];
-        memset(d, 0, sizeof(*d));
-        d->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        d->attempts = (int)strtol(PQgetvalue(r, i, 1), NULL, 10);
-        snprintf(d->event, sizeof(d->event), "%s", PQgetvalue(r, i, 2));
-        snprintf(d->format, sizeof(d->format), "%s", PQgetvalue(r, i, 3));
-        snprintf(d->url, sizeof(d->url), "%s", PQgetvalue(r, i, 4));
-        snprintf(d->secret, sizeof(d->secret), "%s", PQgetvalue(r, i, 5));
-        d->payload = strdup(PQgetvalue(r, i, 6));
-        if (d->payload == NULL) {
-            rc = RC_ENOMEM;
-            break;
-        }
-        (*n)++;
+    if (rc != RC_OK || PQntuples(r) == 0)
+        goto out;
+    out->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    out->attempts = (int)strtol(PQgetvalue(r, 0, 1), NULL, 10);
+    snprintf(out->event, sizeof(out->event), "%s", PQgetvalue(r, 0, 2));
+    snprintf(out->format, sizeof(out->format), "%s", PQgetvalue(r, 0, 3));
+    snprintf(out->url, sizeof(out->url), "%s", PQgetvalue(r, 0, 4));
+    snprintf(out->secret, sizeof(out->secret), "%s", PQgetvalue(r, 0, 5));
+    out->payload = strdup(PQgetvalue(r, 0, 6));
+    if (out->payload == NULL) {
+        /* Claimed but not sent: the lease runs out and the next claim sends it. */
+        rc = RC_ENOMEM;
+        goto out;
     }
+    *found = 1;
+out:
     PQclear(r);
     return rc;
 }
 
-enum rc db_delivery_result(PGconn *c, int64_t id, int delivered, int http_status, const char *error,
-                           int retry_s, int give_up)
+enum rc db_delivery_result(PGconn *c, int64_t id, int attempts, int delivered, int http_status,
+                           const char *error, int retry_s, int give_up)
 {
-    char d[24], hs[16], rs[16];
+    char d[24], a[16], hs[16], rs[16];
     const char *p[] = {db_i64(id, d, sizeof(d)),
                        delivered ? "delivered" : (give_up ? "failed" : "pending"),
-                       http_status > 0 ? hs : NULL, error ? error : "", rs};
+                       http_status > 0 ? hs : NULL,
+                       error ? error : "",
+                       rs,
+                       a};
+    PGresult *r = NULL;
+    enum rc rc;
 
     snprintf(hs, sizeof(hs), "%d", http_status);
     snprintf(rs, sizeof(rs), "%d", retry_s);
-    return db_exec_ok(c, "webhooks",
-                      "UPDATE webhook_deliveries SET status = $2, http_status = $3, last_error = "
-                      "$4, next_at = now() + make_interval(secs => $5::int), delivered_at = CASE "
-                      "WHEN $2 = 'delivered' THEN now() ELSE NULL END WHERE id = $1",
-                      5, p);
+    snprintf(a, sizeof(a), "%d", attempts);
+    /* The attempts compare is the lease check. A claimed_until compare is not
+     * needed on top: a lease that ran out without another claim is still this
+     * sender's, and recording its outcome spares the receiver a resend. */
+    r = db_exec(c,
+                "UPDATE webhook_deliveries SET status = $2, http_status = $3, last_error = $4, "
+                "next_at = now() + make_interval(secs => $5::int), delivered_at = CASE WHEN $2 = "
+                "'delivered' THEN now() ELSE NULL END WHERE id = $1 AND attempts = $6::int AND "
+                "status = 'pending'",
+                6, p);
+    rc = db_result_rc(r, "webhooks");
+    if (rc == RC_OK && strcmp(PQcmdTuples(r), "1") != 0)
+        rc = RC_ECONFLICT;
+    PQclear(r);
+    return rc;
 }

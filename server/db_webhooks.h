@@ -52,7 +52,7 @@ enum rc db_webhook_deliveries(PGconn *c, int64_t id, json_t **out, const char *r
 /* A claimed delivery: everything the sender needs. */
 struct db_delivery {
     int64_t id;
-    int attempts;
+    int attempts; /* this claim's attempt number, which is also its lease token */
     char event[32];
     char format[16];
     char url[2049];
@@ -61,13 +61,28 @@ struct db_delivery {
 };
 
 /*
- * Claim up to max due deliveries (each is pushed back a minute, so a crashed
- * sender's claim expires). *n receives the count; free payloads after use.
+ * Claim the most overdue pending delivery, if any, and lease it for lease_ms:
+ * its next_at moves past the lease, so no replica claims it again before the
+ * lease runs out (SKIP LOCKED keeps concurrent claims apart), and a crashed
+ * sender's claim expires by itself. Each claim increments attempts, and
+ * out->attempts is the claim's token for db_delivery_result(). One at a time
+ * on purpose: a lease then has to cover one request, not a batch of them.
+ * *found is 1 with *out filled (free out->payload), or 0 when nothing is due.
+ * RC_OK, RC_ENOMEM, or the database's rc. Autocommit: the claim is durable
+ * when this returns, and c may go back to the pool before the request.
  */
-enum rc db_delivery_claim(PGconn *c, struct db_delivery *out, int max, int *n) TY_WUR;
+enum rc db_delivery_claim(PGconn *c, int lease_ms, struct db_delivery *out /* out */,
+                          int *found /* out */) TY_WUR;
 
-/* Record the outcome: delivered, or retry at now()+retry_s, or failed. */
-enum rc db_delivery_result(PGconn *c, int64_t id, int delivered, int http_status, const char *error,
-                           int retry_s, int give_up) TY_WUR;
+/*
+ * Record the outcome of the claim of delivery id whose token is attempts:
+ * delivered, or retry at now()+retry_s, or failed. Written only while that
+ * claim is the latest one (still pending, attempts unchanged), so a sender
+ * whose lease ran out and was claimed again cannot overwrite the newer
+ * sender's result. RC_OK, RC_ECONFLICT when the claim was superseded (or the
+ * webhook deleted), or the database's rc.
+ */
+enum rc db_delivery_result(PGconn *c, int64_t id, int attempts, int delivered, int http_status,
+                           const char *error, int retry_s, int give_up) TY_WUR;
 
 #endif

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "db_auth.h"
+#include "jx.h"
 #include "log.h"
 #include "router.h"
 #include "routes.h"
@@ -201,7 +202,7 @@ static json_t *error_body(const struct srv_req *req, enum rc rc)
 
 static enum MHD_Result send_json(struct srv_req *req, int status, const json_t *body)
 {
-    char *s = json_dumps(body, JSON_COMPACT);
+    char *s = jx_dumps(body, JSON_COMPACT);
 
     if (s == NULL)
         return MHD_NO;
@@ -228,7 +229,12 @@ static enum MHD_Result send_error_msg(struct srv_req *req, enum rc rc, const cha
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct srv_req *req = cls;
-    long n = req->stream_fn(req->stream_cls, pos, buf, max);
+    long n;
+
+    /* The stream's wait could not be parked (waiters_add): cut it off. */
+    if (req->resume_rc != RC_OK)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    n = req->stream_fn(req->stream_cls, pos, buf, max);
 
     /* -2: a failure mid-stream; the client sees a cut-off body, not an end. */
     if (n == -2)
@@ -464,6 +470,7 @@ static enum rc parse_body(struct http_ctx *ctx)
     struct srv_req *req = &ctx->req;
     const char *ctype;
     json_error_t jerr;
+    enum rc rc;
 
     if (ctx->body_len == 0)
         return RC_OK;
@@ -474,8 +481,10 @@ static enum rc parse_body(struct http_ctx *ctx)
     if (json_depth_exceeds(ctx->body, ctx->body_len, HTTP_MAX_JSON_DEPTH))
         return srv_fail(req, RC_EINVAL, "", "the JSON body is nested deeper than %d levels",
                         HTTP_MAX_JSON_DEPTH);
-    req->body = json_loadb(ctx->body, ctx->body_len, JSON_REJECT_DUPLICATES, &jerr);
-    if (req->body == NULL) {
+    rc = jx_loadb(ctx->body, ctx->body_len, JSON_REJECT_DUPLICATES, &req->body, &jerr);
+    if (rc == RC_ENOMEM)
+        return srv_fail(req, RC_ENOMEM, "", "out of memory");
+    if (rc != RC_OK) {
         srv_fail(req, RC_EINVAL, "", "malformed JSON body");
         err_detail(&req->err, "%s at line %d column %d", jerr.text, jerr.line, jerr.column);
         return RC_EINVAL;
@@ -614,7 +623,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         /* Resumed by waiters.c: let the handler finish its answer. */
         ctx->req.suspended = 0;
         ctx->resumed = 1;
-        if (ctx->req.app->stopping)
+        if (ctx->req.resume_rc != RC_OK)
+            return finish(ctx, ctx->req.resume_rc); /* the wait was never parked */
+        if (app_stopping(ctx->req.app))
             ctx->req.poll_deadline_ms = 0;
         return finish(ctx, ctx->req.resume_fn(&ctx->req));
     }

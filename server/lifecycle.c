@@ -59,6 +59,31 @@ enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id, 
     return rc == RC_ECONFLICT ? RC_OK : rc;
 }
 
+enum rc lifecycle_attempt_failed_for_good(PGconn *c, int64_t job_id, int64_t attempt_id,
+                                          const char *reason, const char *cause, const char *actor,
+                                          const char *req_id)
+{
+    int cancel = 0, restarts = 0, max = 0;
+    char state[16], why[640];
+    enum rc rc = db_attempt_end(c, attempt_id, "failed", req_id);
+
+    if (rc == RC_OK)
+        rc = db_job_flags(c, job_id, &cancel, &restarts, &max, state, sizeof(state), req_id);
+    if (rc != RC_OK || db_job_state_terminal(state))
+        return rc;
+    if (cancel)
+        return lifecycle_settle_cancel(c, job_id, actor, req_id);
+    if (strcmp(state, "RESTARTING") == 0 || strcmp(state, "QUEUED") == 0)
+        return RC_OK; /* already handled (another node of the attempt) */
+    /* No restart is counted or spent: another attempt would fail the same way. */
+    snprintf(why, sizeof(why), "%s; not restarted (%s: every attempt would fail the same way)",
+             reason, cause);
+    rc = db_job_transition(c, job_id, NULL, "FAILED", why, actor, "", req_id);
+    if (rc == RC_OK)
+        rc = webhooks_enqueue(c, job_id, "job.failed", why, req_id);
+    return rc;
+}
+
 enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_id,
                                     const char *actor, const char *req_id)
 {

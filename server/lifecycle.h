@@ -6,10 +6,13 @@
  *   started) -> SUCCEEDED (every node exited 0)
  *   any live state -> RESTARTING (a rank failed with restarts left, or a
  *   node was lost: does not count) -> placed again with the newest checkpoint
- *   -> FAILED (restarts exhausted), CANCELLED (cancel requested, ranks gone)
+ *   -> FAILED (restarts exhausted, or at once for a failure that would
+ *   repeat), CANCELLED (cancel requested, ranks gone)
  *
  * Every function runs inside the caller's open transaction and records the
- * transition, the job event, the audit event and the webhooks together.
+ * transition, the job event, the audit event and the webhooks together. The
+ * caller has locked the job's row already (db.h "Lock order"), so that the
+ * audit head these take comes after it.
  *
  * Thread-safety: any thread, with its own connection.
  */
@@ -25,6 +28,18 @@
  * fate. counts: whether this failure uses up one of max_restarts. */
 enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id, const char *reason,
                                  int counts, const char *actor, const char *req_id) TY_WUR;
+
+/*
+ * The attempt could not run for a reason that repeats on every attempt (a
+ * worker's deterministic "failure", docs/agent-protocol.md: exec_failed,
+ * path_refused, script_not_found): end it and fail the job at once, whatever
+ * restarts are left, with reason and cause (borrowed) in the job event, the
+ * audit event and the job.failed webhook. A job being cancelled becomes
+ * CANCELLED instead; a job already ended is left alone.
+ */
+enum rc lifecycle_attempt_failed_for_good(PGconn *c, int64_t job_id, int64_t attempt_id,
+                                          const char *reason, const char *cause, const char *actor,
+                                          const char *req_id) TY_WUR;
 
 /* Every node of the attempt exited 0: the job succeeded. */
 enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_id,

@@ -21,12 +21,14 @@
 #include "db_policy.h"
 #include "db_users.h"
 #include "http.h"
+#include "jx.h"
 #include "log.h"
 #include "monitor.h"
 #include "notify.h"
 #include "ratelimit.h"
 #include "sched_loop.h"
 #include "srv.h"
+#include "templates.h"
 #include "waiters.h"
 #include "webhooks.h"
 
@@ -99,6 +101,33 @@ static int create_admin(struct srv_app *app, const char *name)
     return 0;
 }
 
+/* A bad template file stops the start: a dashboard offering a job that
+ * cannot run is worse than a server that says which file to fix. */
+static enum rc load_templates(const struct srv_config *cfg, struct tpl_set **out)
+{
+    struct err e;
+    enum rc rc;
+
+    err_init(&e);
+    if (cfg->examples_dir[0] != '\0' && cfg->examples_dir[0] != '/') {
+        LOG_ERROR("main", "examples_dir must be an absolute directory", "examples_dir=\"%s\"",
+                  cfg->examples_dir);
+        return RC_EINVAL;
+    }
+    rc = tpl_set_load(cfg->templates_dir, cfg->examples_dir, out, &e);
+    if (rc != RC_OK) {
+        LOG_ERROR("main", "cannot load the job templates",
+                  "field=\"%s\" reason=\"%s\" detail=\"%s\"", e.field, e.message, e.detail);
+        return rc;
+    }
+    if (cfg->templates_dir[0] == '\0')
+        LOG_INFO("main", "no templates_dir set: the dashboard offers no job templates", "");
+    else
+        LOG_INFO("main", "job templates loaded", "count=%zu templates_dir=\"%s\"",
+                 tpl_set_count(*out), cfg->templates_dir);
+    return RC_OK;
+}
+
 int main(int argc, char **argv)
 {
     struct srv_config cfg;
@@ -142,6 +171,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    jx_init(); /* before any JSON value exists */
 
     app.cfg = &cfg;
     pthread_mutex_init(&app.wake_lock, NULL);
@@ -170,6 +200,8 @@ int main(int argc, char **argv)
     if (audit_keeper_load_key(&cfg, &app.audit_key) != RC_OK ||
         audit_keeper_register_key(&app) != RC_OK)
         goto out;
+    if (load_templates(&cfg, &app.templates) != RC_OK)
+        goto out;
     app.login_limit = ratelimit_new(cfg.login_max_failures, cfg.login_window_s);
     app.addr_limit = ratelimit_new(cfg.login_max_failures * 5, cfg.login_window_s);
     app.waiters = waiters_new(&app);
@@ -193,7 +225,7 @@ int main(int argc, char **argv)
     LOG_INFO("main", "stopping", "signal=%d", sig);
     status = 0;
 out:
-    app.stopping = 1;
+    app_stop(&app);
     sched_loop_stop(sched);
     monitor_stop(monitor);
     webhooks_stop(hooks);
@@ -209,6 +241,7 @@ out:
     ratelimit_free(app.addr_limit);
     db_free(app.db);
     audit_key_free(app.audit_key);
+    tpl_set_free(app.templates);
     pthread_mutex_destroy(&app.wake_lock);
     pthread_cond_destroy(&app.wake_cond);
     curl_global_cleanup();

@@ -52,50 +52,94 @@ static enum rc handle_lost_node(PGconn *c, const json_t *node, int timeout_s)
     return rc;
 }
 
-static void check_nodes(struct monitor *m, PGconn *c)
-{
-    json_t *lost = NULL, *node;
-    size_t i;
-    enum rc rc = db_begin(c);
+/* One check's writes, as a db_tx() body; lost is reset on each run. */
+struct check_tx {
+    struct monitor *m;
+    PGconn *c;
+    json_t *lost; /* owned: what db_nodes_mark_lost() found */
+};
 
-    if (rc == RC_OK)
-        rc = db_nodes_mark_lost(c, m->app->cfg->node_timeout_s, &lost, "monitor");
+/* Lock order (db.h): the nodes (db_nodes_mark_lost), then every job with an
+ * allocation on them in id order, and only then the audit head. */
+static enum rc lock_lost_jobs(PGconn *c, const json_t *lost)
+{
+    size_t n = 0, cap = 0, i, k;
+    int64_t *ids;
+    json_t *node, *a;
+    enum rc rc;
+
     json_array_foreach(lost, i, node)
     {
+        cap += json_array_size(json_object_get(node, "allocations"));
+    }
+    if ((ids = malloc((cap + 1) * sizeof(*ids))) == NULL)
+        return RC_ENOMEM;
+    json_array_foreach(lost, i, node)
+    {
+        json_array_foreach(json_object_get(node, "allocations"), k, a)
+        {
+            ids[n++] = strtoll(json_string_value(json_object_get(a, "job_id")), NULL, 10);
+        }
+    }
+    rc = db_jobs_lock(c, ids, n, "monitor");
+    free(ids);
+    return rc;
+}
+
+static enum rc check_body(void *arg)
+{
+    struct check_tx *x = arg;
+    json_t *node;
+    size_t i;
+    enum rc rc;
+
+    json_decref(x->lost);
+    x->lost = NULL;
+    rc = db_nodes_mark_lost(x->c, x->m->app->cfg->node_timeout_s, &x->lost, "monitor");
+    if (rc == RC_OK)
+        rc = lock_lost_jobs(x->c, x->lost);
+    json_array_foreach(x->lost, i, node)
+    {
         if (rc == RC_OK)
-            rc = handle_lost_node(c, node, m->app->cfg->node_timeout_s);
+            rc = handle_lost_node(x->c, node, x->m->app->cfg->node_timeout_s);
     }
     /* As below, for the other replicas (delivered at commit). */
-    if (rc == RC_OK && json_array_size(lost) > 0) {
+    if (rc == RC_OK && json_array_size(x->lost) > 0) {
         const int64_t all = 0;
-        rc = notify_send(m->app, c, &all, 1, 1, "monitor");
+        rc = notify_send(x->m->app, x->c, &all, 1, 1, "monitor");
     }
-    if (rc == RC_OK)
-        rc = db_commit(c);
-    else
-        db_rollback(c);
-    if (rc == RC_OK && json_array_size(lost) > 0)
+    return rc;
+}
+
+static void check_nodes(struct monitor *m, PGconn *c)
+{
+    struct check_tx x = {m, c, NULL};
+    json_t *node;
+    size_t i;
+    enum rc rc = db_tx(c, check_body, &x, "monitor");
+
+    if (rc == RC_OK && json_array_size(x.lost) > 0)
         db_jobs_changed();
     if (rc != RC_OK)
         LOG_WARN("monitor", "node check failed", "rc=%s", rc_str(rc));
-    json_array_foreach(lost, i, node)
+    json_array_foreach(x.lost, i, node)
     {
         LOG_WARN("monitor", "node lost", "node=%s",
                  json_string_value(json_object_get(node, "node")));
     }
-    if (rc == RC_OK && json_array_size(lost) > 0) {
+    if (rc == RC_OK && json_array_size(x.lost) > 0) {
         /* The jobs' other nodes must stop their ranks; the GPUs are free. */
         waiters_notify(m->app->waiters, 0);
         app_wake_scheduler(m->app);
     }
-    json_decref(lost);
+    json_decref(x.lost);
 }
 
 static void *monitor_main(void *arg)
 {
     struct monitor *m = arg;
 
-    while (!m->app->stopping) {
+    while (!app_stopping(m->app)) {
         PGconn *c = db_acquire(m->app->db, 1000);
         struct timespec ts = {0, 500 * 1000000L};
         if (c != NULL) {

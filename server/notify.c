@@ -4,7 +4,7 @@
  * The listener thread owns its connection and its parse buffer; nothing in
  * struct notify_listener is shared after start, so there is no lock. It
  * sleeps in poll() on the connection's socket for at most NOTIFY_POLL_MS at
- * a time so that it notices app->stopping. The connection is made with
+ * a time so that it notices app_stopping(app). The connection is made with
  * PQconnectStartParams/PQconnectPoll for the same reason: a database that
  * does not answer must not hold up a shutdown.
  *
@@ -199,13 +199,13 @@ enum rc notify_send_job(struct srv_app *app, PGconn *c, int64_t job_id, const js
 /* Sleep ms in slices, returning early (0) once the server stops. */
 static int nap(struct srv_app *app, int ms)
 {
-    while (ms > 0 && !app->stopping) {
+    while (ms > 0 && !app_stopping(app)) {
         int step = ms < NOTIFY_POLL_MS ? ms : NOTIFY_POLL_MS;
         struct timespec ts = {step / 1000, (long)(step % 1000) * 1000000L};
         nanosleep(&ts, NULL);
         ms -= step;
     }
-    return !app->stopping;
+    return !app_stopping(app);
 }
 
 /* Connect without blocking past NOTIFY_POLL_MS at a time; NULL on failure. */
@@ -224,7 +224,8 @@ static PGconn *connect_db(struct srv_app *app)
     while (st != PGRES_POLLING_OK) {
         struct pollfd pfd = {PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
         int r;
-        if (st == PGRES_POLLING_FAILED || app->stopping || srv_now_ms() > deadline || pfd.fd < 0)
+        if (st == PGRES_POLLING_FAILED || app_stopping(app) || srv_now_ms() > deadline ||
+            pfd.fd < 0)
             goto fail;
         r = poll(&pfd, 1, NOTIFY_POLL_MS);
         if (r < 0 && errno != EINTR)
@@ -291,7 +292,7 @@ static void apply(struct notify_listener *l, const PGnotify *n)
  * server stops. */
 static void listen_loop(struct notify_listener *l)
 {
-    while (!l->app->stopping) {
+    while (!app_stopping(l->app)) {
         struct pollfd pfd = {PQsocket(l->conn), POLLIN, 0};
         PGnotify *n;
         int r;
@@ -318,7 +319,7 @@ static void *listener_main(void *arg)
     struct srv_app *app = l->app;
     int backoff = NOTIFY_BACKOFF_MIN_MS, warned = 0;
 
-    while (!app->stopping) {
+    while (!app_stopping(app)) {
         if (!start_listening(l)) {
             if (!warned)
                 LOG_WARN("notify", "cannot listen for wake-ups from other replicas; retrying",
@@ -337,11 +338,11 @@ static void *listener_main(void *arg)
         waiters_notify(app->waiters, 0);
         app_wake_scheduler(app);
         listen_loop(l);
-        if (!app->stopping)
+        if (!app_stopping(app))
             LOG_WARN("notify", "lost the wake-up connection to the database; reconnecting", "");
         PQfinish(l->conn);
         l->conn = NULL;
-        if (!app->stopping)
+        if (!app_stopping(app))
             nap(app, backoff);
     }
     return NULL;

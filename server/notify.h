@@ -101,7 +101,7 @@ enum rc notify_send_job(struct srv_app *app, PGconn *c, int64_t job_id, const js
  * own connection, LISTENs on NOTIFY_CHANNEL and replays notifications of
  * other replicas with waiters_notify() and app_wake_scheduler(); it
  * reconnects with backoff when the connection drops. It stops once
- * app->stopping is set (within about 200 ms). *out is owned by the
+ * app_stop() has been called (within about 200 ms). *out is owned by the
  * caller: notify_listener_stop() frees it. RC_ENOMEM / RC_EINTERNAL when the
  * thread cannot be started (a database that is down is not an error: the
  * thread keeps trying). Main thread only.
@@ -109,7 +109,7 @@ enum rc notify_send_job(struct srv_app *app, PGconn *c, int64_t job_id, const js
 enum rc notify_listener_start(struct srv_app *app, struct notify_listener **out) TY_WUR;
 
 /*
- * Join the thread (app->stopping must be set first) and free it; NULL is a
+ * Join the thread (call app_stop() first) and free it; NULL is a
  * no-op. Call before waiters_stop(). Main thread only.
  */
 void notify_listener_stop(struct notify_listener *l);

@@ -95,6 +95,39 @@ enum rc outputs_resolve_dir(const char *dir, const char *const *roots, size_t nr
     return RC_OK;
 }
 
+/* Whether path has a ".." component. */
+static int has_dotdot(const char *path)
+{
+    for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2)
+        if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+            return 1;
+    return 0;
+}
+
+enum rc outputs_checkpoint_check(const char *path, const char *ckpt_dir, const char *const *roots,
+                                 size_t nroots, char *norm, size_t norm_size, struct err *e)
+{
+    char dir[PATHPOL_BUF_SIZE], clean[PATHPOL_BUF_SIZE], q[128];
+    const char *d = dir;
+    enum rc rc;
+
+    if (norm_size > 0)
+        norm[0] = '\0';
+    pathpol_quote(path, strlen(path), q, sizeof(q));
+    rc = pathpol_normalize(path, strlen(path), clean, sizeof(clean), e);
+    if (rc != RC_OK)
+        return rc;
+    if (has_dotdot(path))
+        return refuse(e, "", "a checkpoint path must not contain \"..\"", q);
+    if (pathpol_check(ckpt_dir, roots, nroots, dir, sizeof(dir), NULL) != RC_OK)
+        return refuse(e, "", "the job's checkpoint directory is outside the site's storage roots",
+                      q);
+    rc = pathpol_check(clean, &d, 1, norm, norm_size, NULL);
+    if (rc == RC_EPOLICY)
+        return refuse(e, "", "the checkpoint path is outside the job's checkpoint directory", q);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* Listing                                                              */
 

@@ -60,6 +60,22 @@ enum rc outputs_job_dir(const json_t *paths, const json_t *spec, const json_t *s
                         size_t out_size) TY_WUR;
 
 /*
+ * Whether a checkpoint path a node reported may be recorded (and later be
+ * handed to the next attempt as resume_from): path must be a plain absolute
+ * path without a ".." component (the worker's run-time check refuses those,
+ * so no attempt could resume from it) that lies, after lexical normalization,
+ * in ckpt_dir (the job's checkpoint directory, <output directory>/checkpoints)
+ * or below it, and ckpt_dir must itself lie inside one of roots (the site's
+ * storage roots). Lexical only: the server cannot resolve links on the node;
+ * the worker's realpath check covers those. On RC_OK norm (norm_size >=
+ * PATHPOL_BUF_SIZE suffices) holds the normalized path. RC_EPOLICY (e filled,
+ * code "policy_violation", detail the quoted path) or RC_ETOOBIG. Pointers
+ * borrowed; e may be NULL.
+ */
+enum rc outputs_checkpoint_check(const char *path, const char *ckpt_dir, const char *const *roots,
+                                 size_t nroots, char *norm, size_t norm_size, struct err *e) TY_WUR;
+
+/*
  * Resolve the output directory dir against the storage roots: it must lie
  * inside one of them lexically and, after realpath(3), really. On RC_OK real
  * (real_size >= PATHPOL_BUF_SIZE suffices) holds the resolved directory.

@@ -69,6 +69,8 @@ static const struct router_route table[] = {
     R("GET", "/api/v1/teams/{id}/members", SRV_AUTH_ADMIN, api_team_members),
     R("PUT", "/api/v1/teams/{id}/members/{user_id}", SRV_AUTH_ADMIN, api_team_member_add),
     R("DELETE", "/api/v1/teams/{id}/members/{user_id}", SRV_AUTH_ADMIN, api_team_member_remove),
+    R("GET", "/api/v1/templates", SRV_AUTH_USER, api_template_list),
+    R("GET", "/api/v1/templates/{id}", SRV_AUTH_USER, api_template_get),
     R("GET", "/api/v1/tokens", SRV_AUTH_USER, api_token_list),
     R("POST", "/api/v1/tokens", SRV_AUTH_USER, api_token_create),
     R("DELETE", "/api/v1/tokens/{id}", SRV_AUTH_USER, api_token_revoke),

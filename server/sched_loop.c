@@ -90,12 +90,12 @@ static int wait_for_work(struct srv_app *app)
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&app->wake_lock);
-    while (!app->wake_pending && !app->stopping)
+    while (!app->wake_pending && !app_stopping(app))
         if (pthread_cond_timedwait(&app->wake_cond, &app->wake_lock, &ts) != 0)
             break;
     app->wake_pending = 0;
     pthread_mutex_unlock(&app->wake_lock);
-    return !app->stopping;
+    return !app_stopping(app);
 }
 
 static void *loop_main(void *arg)
@@ -106,7 +106,7 @@ static void *loop_main(void *arg)
     int leader = 0;
     int64_t last_pass_ms = 0;
 
-    while (!app->stopping) {
+    while (!app_stopping(app)) {
         if (c == NULL && (c = db_acquire(app->db, 1000)) == NULL) {
             wait_for_work(app);
             continue;

@@ -77,6 +77,7 @@ struct srv_req {
     int64_t poll_arg;          /* handler-defined value kept across a wait */
     int64_t poll_checked_us;   /* when the handler last looked for news (waiters.h) */
     struct srv_req *poll_next; /* link in the waiters list (waiters.c) */
+    enum rc resume_rc;         /* not RC_OK: the wait was not parked; resuming answers this */
     /* Streaming answers (Server-Sent Events): see srv_reply_stream. */
     long (*stream_fn)(void *cls, uint64_t pos, char *buf, size_t max);
     void *stream_cls;
@@ -114,7 +115,9 @@ enum rc srv_fail(struct srv_req *req, enum rc rc, const char *field, const char 
  * and register it under key in the waiters (waiters.h). The handler then
  * returns RC_OK without a reply; resume_fn is called on a pool thread when
  * waiters_notify(key) runs or deadline_ms (monotonic) passes, and answers
- * (or parks again). Call only from a handler.
+ * (or parks again). When the wait cannot be parked (out of memory) the
+ * request is resumed at once and answers 500 without calling resume_fn.
+ * Call only from a handler.
  */
 void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
                  enum rc (*resume_fn)(struct srv_req *req));
@@ -141,7 +144,8 @@ enum rc srv_reply_stream(struct srv_req *req, const char *ctype,
 enum rc srv_reply_file(struct srv_req *req, int fd, uint64_t size, const char *filename);
 
 /* From inside a stream callback: suspend until waiters_notify(key) or
- * deadline_ms (monotonic), then the callback runs again. */
+ * deadline_ms (monotonic), then the callback runs again. When the wait
+ * cannot be parked (out of memory) the stream is resumed and cut off. */
 void srv_stream_wait(struct srv_req *req, int64_t key, int64_t deadline_ms);
 
 /* The one map from rc to HTTP status. */

@@ -11,6 +11,7 @@
 
 #include "app.h"
 #include "http.h"
+#include "log.h"
 
 struct waiter_entry {
     struct srv_req *req; /* borrowed; valid while suspended */
@@ -123,8 +124,12 @@ void waiters_add(struct waiters *w, struct srv_req *req, int64_t key)
     struct waiter_entry *e = calloc(1, sizeof(*e));
 
     if (e == NULL) {
-        /* Cannot park it: answer at once (the handler sees an expired wait). */
-        req->poll_deadline_ms = 0;
+        /* The connection is suspended already and nothing else would ever
+         * resume it (issue 13): resume it now, to answer an error. */
+        LOG_ERROR("http", "cannot park a long-poll: out of memory", "req_id=%s", req->req_id);
+        srv_fail(req, RC_ENOMEM, "", "out of memory");
+        req->resume_rc = RC_ENOMEM;
+        http_resume(req);
         return;
     }
     e->req = req;

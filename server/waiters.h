@@ -29,7 +29,12 @@ struct srv_app;
 /* Start the timer thread. NULL on failure. */
 struct waiters *waiters_new(struct srv_app *app);
 
-/* Park req (already marked suspended by the handler) under key. */
+/*
+ * Park req (its connection already suspended) under key. When it cannot be
+ * parked (out of memory), req->resume_rc becomes RC_ENOMEM (req->err filled)
+ * and req is resumed at once: the resume answers that error instead of
+ * waiting. req is borrowed until it is resumed.
+ */
 void waiters_add(struct waiters *w, struct srv_req *req, int64_t key);
 
 /* Resume every request parked under key (key 0: every request). */

@@ -14,15 +14,34 @@
 #include "crypto.h"
 #include "db.h"
 #include "db_webhooks.h"
+#include "jx.h"
 #include "log.h"
+#include "srv.h"
 
-#define WEBHOOK_BATCH 16
 #define WEBHOOK_MAX_ATTEMPTS 8
-#define WEBHOOK_TIMEOUT_S 5
+
+/*
+ * The lease of a claimed delivery (issue 13): it must outlast building the
+ * request, the request itself (at most timeout_ms: CURLOPT_TIMEOUT_MS bounds
+ * connect to answer) and getting a connection back to record the outcome, or
+ * another replica claims the delivery again and the receiver gets it twice.
+ * One request per claim keeps that bounded; twice the timeout plus a second
+ * leaves the slack to a loaded database rather than to chance.
+ */
+#define WEBHOOK_LEASE_MS(timeout_ms) (2 * (timeout_ms) + 1000)
 
 struct webhooks {
     struct srv_app *app;
     pthread_t thread;
+    int timeout_ms; /* one request, connect to answer (cfg->webhook_timeout_ms) */
+    int lease_ms;   /* of each claim: WEBHOOK_LEASE_MS(timeout_ms) */
+};
+
+/* What one request came to, for db_delivery_result(). */
+struct outcome {
+    int ok;                    /* the receiver answered 2xx */
+    long status;               /* its HTTP status, 0 when none came */
+    char err[CURL_ERROR_SIZE]; /* why not, when !ok */
 };
 
 static const char *str_or(const char *s, const char *dflt)
@@ -61,13 +80,13 @@ static char *chat_text(const json_t *p)
 char *webhooks_render(const char *format, const char *payload, long timestamp,
                       const char *feishu_sign)
 {
-    json_t *p = json_loads(payload, 0, NULL), *body = NULL;
+    json_t *p = NULL, *body = NULL;
     char *text = NULL, *out = NULL;
 
-    if (p == NULL)
+    if (jx_loadb(payload, strlen(payload), 0, &p, NULL) != RC_OK)
         return NULL;
     if (strcmp(format, "generic") == 0) {
-        out = json_dumps(p, JSON_COMPACT);
+        out = jx_dumps(p, JSON_COMPACT);
         json_decref(p);
         return out;
     }
@@ -81,12 +100,14 @@ char *webhooks_render(const char *format, const char *payload, long timestamp,
         if (body != NULL && feishu_sign != NULL && feishu_sign[0] != '\0') {
             char ts[24];
             snprintf(ts, sizeof(ts), "%ld", timestamp);
-            json_object_set_new(body, "timestamp", json_string(ts));
-            json_object_set_new(body, "sign", json_string(feishu_sign));
+            /* A body without its signature would only be refused: send none. */
+            if (json_object_set_new(body, "timestamp", json_string(ts)) != 0 ||
+                json_object_set_new(body, "sign", json_string(feishu_sign)) != 0)
+                goto done;
         }
     }
     if (body != NULL)
-        out = json_dumps(body, JSON_COMPACT);
+        out = jx_dumps(body, JSON_COMPACT);
 done:
     json_decref(body);
     json_decref(p);
@@ -118,20 +139,21 @@ static void url_escape(CURL *curl, const char *s, char *out, size_t out_size)
     curl_free(e);
 }
 
-static void deliver(struct webhooks *w, PGconn *c, struct db_delivery *d)
+/* Send d once and fill *o. No database connection is held meanwhile: a slow
+ * receiver must not keep one of the pool's connections from the API. */
+static void send_delivery(const struct webhooks *w, const struct db_delivery *d, struct outcome *o)
 {
-    long now = (long)time(NULL), status = 0;
+    long now = (long)time(NULL);
     char ts[24], sig_hex[65], sig_hdr[96], ts_hdr[64], ev_hdr[64], id_hdr[64], url[2300],
-        sign[64] = "", err[CURL_ERROR_SIZE] = "";
+        sign[64] = "";
     unsigned char mac[32];
     char *body = NULL, *signed_msg = NULL;
     struct curl_slist *h = NULL;
     CURL *curl = curl_easy_init();
     CURLcode cc = CURLE_FAILED_INIT;
-    int ok, give_up;
     size_t need;
 
-    (void)w;
+    memset(o, 0, sizeof(*o));
     snprintf(ts, sizeof(ts), "%ld", now);
     snprintf(url, sizeof(url), "%s", d->url);
     if (strcmp(d->format, "dingtalk") == 0 && curl != NULL) {
@@ -151,11 +173,11 @@ static void deliver(struct webhooks *w, PGconn *c, struct db_delivery *d)
     }
     body = webhooks_render(d->format, d->payload, now, sign);
     if (body == NULL || curl == NULL)
-        goto record;
+        goto out;
     need = strlen(ts) + 1 + strlen(body) + 1;
     signed_msg = malloc(need);
     if (signed_msg == NULL)
-        goto record;
+        goto out;
     snprintf(signed_msg, need, "%s.%s", ts, body);
     crypto_hmac_sha256(d->secret, strlen(d->secret), signed_msg, strlen(signed_msg), mac);
     crypto_hex(mac, sizeof(mac), sig_hex);
@@ -171,32 +193,19 @@ static void deliver(struct webhooks *w, PGconn *c, struct db_delivery *d)
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, (long)WEBHOOK_TIMEOUT_S);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)w->timeout_ms);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, err);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, o->err);
     cc = curl_easy_perform(curl);
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-record:
-    ok = cc == CURLE_OK && status >= 200 && status < 300;
-    give_up = !ok && d->attempts >= WEBHOOK_MAX_ATTEMPTS;
-    if (!ok && err[0] == '\0')
-        snprintf(err, sizeof(err), "%s",
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &o->status);
+out:
+    o->ok = cc == CURLE_OK && o->status >= 200 && o->status < 300;
+    if (!o->ok && o->err[0] == '\0')
+        snprintf(o->err, sizeof(o->err), "%s",
                  cc == CURLE_OK ? "receiver answered non-2xx" : curl_easy_strerror(cc));
-    {
-        /* 1, 2, 4, ... seconds, at most five minutes. */
-        int retry = d->attempts >= 9 ? 300 : (1 << (d->attempts - 1));
-        if (retry > 300)
-            retry = 300;
-        if (db_delivery_result(c, d->id, ok, (int)status, ok ? "" : err, retry, give_up) != RC_OK)
-            LOG_WARN("webhooks", "cannot record delivery", "delivery_id=%lld", (long long)d->id);
-    }
-    if (!ok)
-        LOG_WARN("webhooks", "delivery failed",
-                 "delivery_id=%lld attempt=%d status=%ld error=\"%s\"", (long long)d->id,
-                 d->attempts, status, err);
     curl_slist_free_all(h);
     if (curl != NULL)
         curl_easy_cleanup(curl);
@@ -204,24 +213,63 @@ record:
     free(body);
 }
 
+/* Record o for d's claim on a connection taken again from the pool, waiting
+ * for one at most until the lease runs out: past it another replica may hold
+ * the delivery, and waiting longer would only hold up the queue. */
+static void record_delivery(const struct webhooks *w, const struct db_delivery *d,
+                            const struct outcome *o, int64_t claimed_ms)
+{
+    struct srv_app *app = w->app;
+    int give_up = !o->ok && d->attempts >= WEBHOOK_MAX_ATTEMPTS;
+    /* 1, 2, 4, ... seconds, at most five minutes. */
+    int retry = d->attempts >= 9 ? 300 : (1 << (d->attempts - 1));
+    PGconn *c = NULL;
+    enum rc rc = RC_EUNAVAIL;
+
+    if (retry > 300)
+        retry = 300;
+    if (!o->ok)
+        LOG_WARN("webhooks", "delivery failed",
+                 "delivery_id=%lld attempt=%d status=%ld error=\"%s\"", (long long)d->id,
+                 d->attempts, o->status, o->err);
+    while (c == NULL && srv_now_ms() < claimed_ms + w->lease_ms)
+        c = db_acquire(app->db, 1000);
+    if (c != NULL) {
+        rc = db_delivery_result(c, d->id, d->attempts, o->ok, (int)o->status, o->ok ? "" : o->err,
+                                retry, give_up);
+        db_release(app->db, c);
+    }
+    if (rc == RC_ECONFLICT)
+        LOG_WARN("webhooks", "delivery claimed again before its result was recorded",
+                 "delivery_id=%lld attempt=%d", (long long)d->id, d->attempts);
+    else if (rc != RC_OK)
+        LOG_WARN("webhooks", "cannot record delivery", "delivery_id=%lld attempt=%d rc=%s",
+                 (long long)d->id, d->attempts, rc_str(rc));
+}
+
+/* Claim one due delivery, give the connection back, send, record. */
 static void *deliver_main(void *arg)
 {
     struct webhooks *w = arg;
     struct srv_app *app = w->app;
 
-    while (!app->stopping) {
-        struct db_delivery batch[WEBHOOK_BATCH];
-        int n = 0;
+    while (!app_stopping(app)) {
+        struct db_delivery d;
+        int found = 0;
+        int64_t claimed_ms = srv_now_ms(); /* before the claim: the lease starts later */
         PGconn *c = db_acquire(app->db, 1000);
+
         if (c != NULL) {
-            if (db_delivery_claim(c, batch, WEBHOOK_BATCH, &n) == RC_OK)
-                for (int i = 0; i < n; i++)
-                    deliver(w, c, &batch[i]);
-            for (int i = 0; i < n; i++)
-                free(batch[i].payload);
+            if (db_delivery_claim(c, w->lease_ms, &d, &found) != RC_OK)
+                found = 0;
             db_release(app->db, c);
         }
-        if (n == 0) {
+        if (found) {
+            struct outcome o;
+            send_delivery(w, &d, &o);
+            record_delivery(w, &d, &o, claimed_ms);
+            free(d.payload);
+        } else {
             struct timespec ts = {0, 300 * 1000000L};
             nanosleep(&ts, NULL);
         }
@@ -236,6 +284,8 @@ enum rc webhooks_start(struct srv_app *app, struct webhooks **out)
     if (w == NULL)
         return RC_ENOMEM;
     w->app = app;
+    w->timeout_ms = app->cfg->webhook_timeout_ms;
+    w->lease_ms = WEBHOOK_LEASE_MS(w->timeout_ms);
     if (pthread_create(&w->thread, NULL, deliver_main, w) != 0) {
         free(w);
         return RC_EINTERNAL;

@@ -8,8 +8,15 @@
  * DingTalk and Feishu also get their own robot signatures (timestamp + sign
  * in the URL, or in the body), so their "signed robot" setting works.
  *
- * Threads: one delivery thread; deliveries are claimed with SKIP LOCKED, so
- * several replicas may run it.
+ * Exactly once, across replicas: the thread claims one due delivery at a time
+ * (SKIP LOCKED) with a lease of twice webhook_timeout_ms plus a second, gives
+ * the database connection back, sends, then takes a connection again to
+ * record the outcome, only if its claim is still the latest
+ * (db_delivery_result). A delivery is sent twice only when a sender outlives
+ * its lease (a database slower than the lease allows) or dies after sending
+ * and before recording; receivers can tell by X-Trainyard-Delivery.
+ *
+ * Threads: one delivery thread per replica; several replicas may run it.
  */
 #ifndef TY_SERVER_WEBHOOKS_H
 #define TY_SERVER_WEBHOOKS_H

@@ -31,12 +31,14 @@
 #include <unistd.h>
 
 #include "assign.h"
+#include "cause.h"
 #include "crypto.h"
 #include "http.h"
 #include "launcher.h"
 #include "log.h"
 #include "netns.h"
 #include "pathchk.h"
+#include "pathpol.h"
 #include "shipper.h"
 #include "state.h"
 
@@ -102,7 +104,7 @@ static void sleep_ms(int ms)
 
 static int stopping(const struct agent *a)
 {
-    return a->cfg->stop != NULL && *a->cfg->stop;
+    return a->cfg->stop != NULL && atomic_load(a->cfg->stop);
 }
 
 /* ---- labels ---- */
@@ -452,9 +454,20 @@ static void handle_assignments(struct agent *a, const json_t *resp)
         err_init(&e);
         rc = wrk_assignment_parse(json_array_get(arr, i), &as, &bad_id, &e);
         if (rc == RC_OK) {
-            q->a = as;
-            q->networks = json_incref(json_object_get(json_array_get(arr, i), "allowed_networks"));
+            const json_t *nets = json_object_get(json_array_get(arr, i), "allowed_networks");
+            /* A copy for the control thread, not a second reference: the
+             * poller's json_decref(resp) and the control thread's
+             * json_decref(q->networks) would race, as jansson's decrement
+             * is release-only and the last one frees without an acquire. */
+            q->networks = json_deep_copy(nets);
             snprintf(q->attempt_id, sizeof(q->attempt_id), "%s", as->attempt_id);
+            if (nets != NULL && q->networks == NULL) {
+                /* Refused rather than run with fewer networks than asked. */
+                snprintf(q->reason, sizeof(q->reason), "out of memory on the node");
+                wrk_assignment_free(as);
+            } else {
+                q->a = as;
+            }
         } else if (bad_id != NULL) {
             LOG_WARN("agent", "invalid assignment", "attempt_id=%s error=\"%s\"", bad_id,
                      e.message);
@@ -539,13 +552,22 @@ static enum rc post_fn(void *ctx, const char *path, const json_t *body, long *st
 
 /* ---- launching ---- */
 
-static void refuse(struct agent *a, const char *attempt_id, const struct wrk_assignment *as,
-                   const char *reason)
+/*
+ * Report an attempt that did not start: every rank -1, the reason, and when
+ * the cause is deterministic (cause.h; NULL otherwise) the failure the server
+ * fails the job on without a restart. detail (may be NULL) names what failed.
+ */
+static void refuse_cause(struct agent *a, const char *attempt_id, const struct wrk_assignment *as,
+                         const char *reason, const char *cause, const char *detail)
 {
     struct wrk_exit_report r;
     memset(&r, 0, sizeof(r));
     snprintf(r.attempt_id, sizeof(r.attempt_id), "%s", attempt_id);
     snprintf(r.reason, sizeof(r.reason), "%s", reason);
+    if (cause != NULL) {
+        snprintf(r.failure, sizeof(r.failure), "%s", cause);
+        snprintf(r.failure_detail, sizeof(r.failure_detail), "%s", detail ? detail : "");
+    }
     if (as != NULL) {
         r.node_rank = as->node_rank;
         for (size_t i = 0; i < as->nranks && i < WRK_MAX_RANKS; i++) {
@@ -554,8 +576,15 @@ static void refuse(struct agent *a, const char *attempt_id, const struct wrk_ass
         }
         r.nranks = as->nranks;
     }
-    LOG_WARN("agent", "attempt refused", "attempt_id=%s reason=\"%s\"", attempt_id, reason);
+    LOG_WARN("agent", "attempt refused", "attempt_id=%s reason=\"%s\" failure=%s", attempt_id,
+             reason, cause ? cause : "");
     wrk_shipper_exit(a->shipper, &r);
+}
+
+static void refuse(struct agent *a, const char *attempt_id, const struct wrk_assignment *as,
+                   const char *reason)
+{
+    refuse_cause(a, attempt_id, as, reason, NULL, NULL);
 }
 
 /*
@@ -744,6 +773,25 @@ static void isolate_sweep(struct agent *a)
     json_decref(running);
 }
 
+/*
+ * "python3 train.py" whose train.py is not there fails with exit 2 on every
+ * attempt: refuse it before spawning, as script_not_found (cause.h).
+ * Returns 1 when refused. work is the resolved working directory.
+ */
+static int refuse_missing_script(struct agent *a, const struct wrk_assignment *as, const char *work)
+{
+    const char *script = wrk_cause_script_arg(as->command);
+    char q[160], reason[256];
+
+    if (script == NULL || !wrk_cause_script_missing(work, script))
+        return 0;
+    pathpol_quote(script, strlen(script), q, sizeof(q));
+    snprintf(reason, sizeof(reason), "the script \"%s\" does not exist%s", q,
+             script[0] == '/' ? "" : " in the working directory");
+    refuse_cause(a, as->attempt_id, as, reason, WRK_CAUSE_SCRIPT_NOT_FOUND, q);
+    return 1;
+}
+
 static void launch(struct agent *a, struct wrk_assignment *as, const json_t *networks)
 {
     char work[PATH_MAX], ckpt[PATH_MAX], ds_path[PATH_MAX + 32];
@@ -754,6 +802,7 @@ static void launch(struct agent *a, struct wrk_assignment *as, const json_t *net
     struct wrk_plan_opts o;
     struct wrk_launch_req req;
     char reason[300];
+    enum rc rc;
 
     err_init(&e);
     if (wrk_launcher_has(a->launcher, as->attempt_id))
@@ -769,10 +818,20 @@ static void launch(struct agent *a, struct wrk_assignment *as, const json_t *net
         refuse(a, as->attempt_id, as, reason);
         return;
     }
-    if (check_paths(a, as, work, ckpt, reason, sizeof(reason)) != RC_OK) {
+    rc = check_paths(a, as, work, ckpt, reason, sizeof(reason));
+    if (rc == RC_EPOLICY) { /* the same paths are refused on every attempt */
+        const char *prefix = "policy violation: ";
+        size_t n = strlen(prefix);
+        refuse_cause(a, as->attempt_id, as, reason, WRK_CAUSE_PATH_REFUSED,
+                     strncmp(reason, prefix, n) == 0 ? reason + n : reason);
+        return;
+    }
+    if (rc != RC_OK) {
         refuse(a, as->attempt_id, as, reason);
         return;
     }
+    if (refuse_missing_script(a, as, work))
+        return;
     snprintf(ds_path, sizeof(ds_path), "%s/ds_config.json", work);
     if (as->launcher == WRK_LAUNCH_DEEPSPEED &&
         write_file_atomic(ds_path, as->ds_config ? as->ds_config : wrk_default_ds_config(), 0640) !=
@@ -815,7 +874,9 @@ static void launch(struct agent *a, struct wrk_assignment *as, const json_t *net
     LOG_INFO("agent", "launching", "attempt_id=%s job_id=%s launcher=%s procs=%zu isolated=%d",
              as->attempt_id, as->job_id, wrk_launcher_name(as->launcher), plan->nprocs, isolated);
     if (wrk_launcher_start(a->launcher, &req, &e) != RC_OK) {
-        refuse(a, as->attempt_id, as, e.message[0] ? e.message : "cannot start the ranks");
+        int for_good = strcmp(e.code, WRK_CAUSE_EXEC_FAILED) == 0;
+        refuse_cause(a, as->attempt_id, as, e.message[0] ? e.message : "cannot start the ranks",
+                     for_good ? WRK_CAUSE_EXEC_FAILED : NULL, e.detail);
         if (isolated)
             wrk_netns_teardown(a->cfg->work_dir, as->attempt_id);
     } else

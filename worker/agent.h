@@ -10,7 +10,7 @@
 #ifndef TY_WORKER_AGENT_H
 #define TY_WORKER_AGENT_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -30,11 +30,11 @@ struct wrk_config {
     size_t nroots;
     int fake; /* use fake_spec instead of NVML */
     struct wrk_fake_spec fake_spec;
-    int grace_s;                       /* shutdown grace for ranks, default 30 */
-    int heartbeat_ms;                  /* default 2000; the server's answer to register wins */
-    int discover_only;                 /* print the register body and exit */
-    int isolate_network;               /* --isolate-network: ranks in a network namespace */
-    const volatile sig_atomic_t *stop; /* set by the signal handler: drain and exit */
+    int grace_s;            /* shutdown grace for ranks, default 30 */
+    int heartbeat_ms;       /* default 2000; the server's answer to register wins */
+    int discover_only;      /* print the register body and exit */
+    int isolate_network;    /* --isolate-network: ranks in a network namespace */
+    const atomic_int *stop; /* set by the signal handler: drain and exit */
 };
 
 /*

@@ -27,12 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "netns.h"
+#include "pathpol.h"
 
 #define POLL_MS 100
 /* After the last rank ended, wait at most this long for its pipes to close. */
@@ -492,6 +494,22 @@ void wrk_launcher_free(struct wrk_launcher *l)
     free(l);
 }
 
+/*
+ * Whether posix_spawnp's error err came from exec of the program and will
+ * repeat. glibc reports the child's failures to the caller, exec's as well
+ * as those of the file actions; of these only the chdir to cwd and the open
+ * of /dev/null can fail with the same errnos, so both are looked at again.
+ */
+static int exec_failed_for_good(int err, const char *cwd)
+{
+    struct stat st;
+
+    if (!wrk_cause_exec_errno(err))
+        return 0;
+    return stat(cwd, &st) == 0 && S_ISDIR(st.st_mode) && access(cwd, X_OK) == 0 &&
+           access("/dev/null", R_OK) == 0;
+}
+
 /* Spawn one process; fills p (pid, pgid, fds). */
 static enum rc spawn_one(const struct wrk_proc_spec *ps, const char *cwd, struct lproc *p,
                          struct err *e)
@@ -535,6 +553,13 @@ static enum rc spawn_one(const struct wrk_proc_spec *ps, const char *cwd, struct
     r = posix_spawnp(&p->pid, ps->argv[0], &fa, &at, ps->argv, ps->envp);
     if (r != 0) {
         err_set(e, RC_EUNAVAIL, NULL, "cannot start the command: %s", strerror(r));
+        if (exec_failed_for_good(r, cwd)) {
+            char q[128];
+            pathpol_quote(ps->argv[0], strlen(ps->argv[0]), q, sizeof(q));
+            err_set(e, RC_EUNAVAIL, NULL, "cannot start \"%s\": %s", q, strerror(r));
+            err_code(e, WRK_CAUSE_EXEC_FAILED);
+            err_detail(e, "%s: %s", q, strerror(r));
+        }
         goto out;
     }
     p->pgid = p->pid;

@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "assign.h"
+#include "cause.h"
 #include "err.h"
 #include "state.h"
 
@@ -44,6 +45,10 @@ struct wrk_exit_report {
     size_t nranks;
     struct wrk_exit_rank ranks[WRK_MAX_RANKS];
     char reason[256]; /* "" when every rank exited 0 */
+    /* A deterministic cause (cause.h) when the attempt could not run at all,
+     * else "": the server then fails the job without a restart. */
+    char failure[WRK_CAUSE_MAX + 1];
+    char failure_detail[256]; /* what failed: the program, path or script (ASCII) */
 };
 
 struct wrk_launcher_cb {
@@ -84,8 +89,9 @@ void wrk_launcher_free(struct wrk_launcher *l);
 /*
  * Spawn every process of req. On success cb->on_started has run. If a spawn
  * fails, the processes already started are killed and reaped, nothing is
- * reported, and RC_EUNAVAIL is returned with e saying why. RC_ECONFLICT if the
- * attempt is already running here.
+ * reported, and RC_EUNAVAIL is returned with e saying why; when exec itself
+ * failed for good (cause.h) e's code is WRK_CAUSE_EXEC_FAILED and its detail
+ * names the program. RC_ECONFLICT if the attempt is already running here.
  */
 enum rc wrk_launcher_start(struct wrk_launcher *l, const struct wrk_launch_req *req,
                            struct err *e) TY_WUR;

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,21 @@
 #include "log.h"
 #include "netns.h"
 
-static volatile sig_atomic_t g_stop; /* written only by on_signal() */
+/*
+ * Written only by on_signal(), read by the agent's control thread. The
+ * kernel runs the handler on any thread that does not block the signal (the
+ * poller, the shipper, the launcher's I/O thread or the control thread
+ * itself), so a volatile sig_atomic_t, which is safe only within one thread,
+ * would be a data race. A lock-free atomic is both: C11 lets a signal handler
+ * store to one (7.14.1.1), and the store is seen by every thread.
+ */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag must be a lock-free atomic");
+static atomic_int g_stop;
 
 static void on_signal(int sig)
 {
     (void)sig;
-    g_stop = 1;
+    atomic_store(&g_stop, 1);
 }
 
 static void usage(FILE *f)

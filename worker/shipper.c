@@ -262,13 +262,18 @@ void wrk_shipper_started(struct wrk_shipper *s, const char *attempt_id, int node
 void wrk_shipper_exit(struct wrk_shipper *s, const struct wrk_exit_report *r)
 {
     json_t *ranks = json_array();
+    json_t *failure = NULL;
+
     for (size_t i = 0; ranks != NULL && i < r->nranks; i++)
         json_array_append_new(ranks,
                               json_pack("{s:i, s:i, s:i}", "rank", r->ranks[i].rank, "exit_code",
                                         r->ranks[i].exit_code, "signal", r->ranks[i].signal));
+    /* A deterministic cause (cause.h): the server fails the job without a restart. */
+    if (r->failure[0] != '\0')
+        failure = json_pack("{s:s, s:s}", "code", r->failure, "detail", r->failure_detail);
     push_report(s, IT_EXIT, r->attempt_id,
-                json_pack("{s:i, s:o*, s:s}", "node_rank", r->node_rank, "ranks", ranks, "reason",
-                          r->reason));
+                json_pack("{s:i, s:o*, s:s, s:o*}", "node_rank", r->node_rank, "ranks", ranks,
+                          "reason", r->reason, "failure", failure));
 }
 
 uint64_t wrk_shipper_dropped(struct wrk_shipper *s)

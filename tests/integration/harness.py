@@ -4,7 +4,9 @@ scripts/test.sh starts one PostgreSQL cluster and exports
 TRAINYARD_TEST_PG_URL; every test gets a fresh database of its own from
 Database(), and its own trainyard-server from Server(). A server must exit 0
 on SIGTERM: under AddressSanitizer a leak makes that fail, so every test
-also checks the server for leaks.
+also checks the server for leaks. Under ThreadSanitizer (scripts/tsan.sh) a
+report in the log of any server or worker fails the test that stopped it,
+whatever its exit code; see Process.check_sanitizer().
 """
 import atexit
 import http.client
@@ -16,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -24,6 +27,9 @@ import uuid
 BUILD = os.environ.get("TRAINYARD_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 SRC = os.environ.get("TRAINYARD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
 PG_URL = os.environ.get("TRAINYARD_TEST_PG_URL", "")
+# scripts/test.sh sets it: there a missing database is a failure, not a skip
+# (a skipped test counts as passed in ctest).
+REQUIRE_PG = os.environ.get("TRAINYARD_TEST_REQUIRE_PG", "") not in ("", "0")
 ADMIN_PASSWORD = "admin-password-for-tests"
 SERVER_BIN = os.path.join(BUILD, "server", "trainyard-server")
 WORKER_BIN = os.path.join(BUILD, "worker", "trainyard-worker")
@@ -33,6 +39,21 @@ CLI_BIN = os.path.join(BUILD, "cli", "trainyard")
 # Every process a test starts, so that none outlives a test that failed half
 # way (a failing setUpClass skips tearDownClass).
 _children = []
+# Every Server and Worker whose log has not been checked for a sanitizer
+# report yet (Process.check_sanitizer() removes it).
+_unchecked = []
+
+
+def sanitizer_report(text):
+    """The first ThreadSanitizer report in text (up to 80 lines), or None.
+    TSan prints "WARNING: ThreadSanitizer: data race ..." and the like, and
+    "ThreadSanitizer: reported N warnings" at exit; no trainyard log line
+    names it."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "ThreadSanitizer" in line:
+            return "\n".join(lines[i:i + 80])
+    return None
 
 
 def _kill_children():
@@ -40,6 +61,14 @@ def _kill_children():
         if p.poll() is None:
             p.kill()
             p.wait()
+    # Processes that no test stopped (a failed set-up): a report in their
+    # logs still fails the run, since no test result can carry it now.
+    for proc in list(_unchecked):
+        try:
+            proc.check_sanitizer("%s (left running)" % proc.what)
+        except AssertionError as e:
+            print(e, file=sys.stderr, flush=True)
+            os._exit(1)
 
 
 atexit.register(_kill_children)
@@ -74,6 +103,9 @@ class Database:
 
     def __init__(self):
         if not PG_URL:
+            if REQUIRE_PG:
+                raise RuntimeError("the test database is missing: TRAINYARD_TEST_PG_URL is not set"
+                                   " (and TRAINYARD_TEST_REQUIRE_PG is)")
             raise unittest.SkipTest("TRAINYARD_TEST_PG_URL is not set (run through make test)")
         self.name = "ty_" + uuid.uuid4().hex[:12]
         psql(PG_URL + "/postgres", "CREATE DATABASE " + self.name)
@@ -103,9 +135,31 @@ class Process:
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
+    def watch(self, what):
+        """Remember this process for the sanitizer check at exit."""
+        self.what = what
+        if self not in _unchecked:
+            _unchecked.append(self)
+
+    def check_sanitizer(self, what):
+        """Fail if the log holds a ThreadSanitizer report. Called on every
+        stop, with or without check: TSan runs with halt_on_error=0 (so one
+        run names every race) and exits 66, but a test that expects a
+        failure, or kills the process, must not hide a race."""
+        if self in _unchecked:
+            _unchecked.remove(self)
+        try:
+            report = sanitizer_report(self.log_text())
+        except OSError:
+            return
+        if report:
+            raise AssertionError("%s: ThreadSanitizer report in %s:\n%s"
+                                 % (what, self.log_path, report))
+
     def terminate(self, what, check=True):
         """SIGTERM and wait; a non-zero exit (a crash, or a leak under ASan)
-        fails the test. Returns the exit code."""
+        fails the test, and so does a ThreadSanitizer report even when check
+        is False. Returns the exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -116,6 +170,7 @@ class Process:
                 raise AssertionError("%s did not stop on SIGTERM:\n%s" % (what, self.log_tail()))
         self.log.close()
         rc = self.proc.returncode
+        self.check_sanitizer(what)
         if check and rc != 0:
             raise AssertionError("%s exited with %d:\n%s" % (what, rc, self.log_tail(120)))
         return rc
@@ -138,10 +193,12 @@ class Server(Process):
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=self.base_env)
         _children.append(self.proc)
+        self.watch("server")
         self.url = "http://127.0.0.1:%d" % self.port
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.proc.poll() is not None:
+                self.log.close()  # a test may expect this (a refused configuration)
                 raise RuntimeError("server exited at start:\n" + self.log_tail())
             try:
                 st, _, _ = Client(self.url).get("/healthz")
@@ -381,11 +438,15 @@ class Worker(Process):
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=env)
         _children.append(self.proc)
+        self.watch("worker " + self.name)
 
     def kill9(self):
+        """SIGKILL: no exit code to check, but what TSan printed before
+        still fails the test."""
         self.proc.kill()
         self.proc.wait()
         self.log.close()
+        self.check_sanitizer("worker " + self.name)
 
     def stop(self, check=True):
         self.terminate("worker " + self.name, check)

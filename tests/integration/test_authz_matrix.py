@@ -52,7 +52,9 @@ def documented_targets():
 
 class AuthzMatrixTest(ServerTest):
     # The matrix's node sends no heartbeats: keep it from being declared lost.
-    server_args = ("--node-timeout-s", "3600", "--storage-root", STORAGE)
+    server_args = ("--node-timeout-s", "3600", "--storage-root", STORAGE,
+                   "--templates-dir", os.path.join(harness.SRC, "templates"),
+                   "--examples-dir", os.path.abspath(os.path.join(harness.SRC, "examples")))
     def test_matrix(self):
         st, alpha, _ = self.admin.post("/api/v1/teams", {"name": "alpha"})
         st, beta, _ = self.admin.post("/api/v1/teams", {"name": "beta"})
@@ -229,6 +231,9 @@ class AuthzMatrixTest(ServerTest):
              [401, 403, 403, 403, 201]),
             ("DELETE", "/api/v1/teams/{id}/members/{user_id}", "/api/v1/teams/%s/members/%s" % (B, U), None,
              [401, 403, 403, 403, 200]),
+            ("GET", "/api/v1/templates", "/api/v1/templates", None, [401, 200, 200, 200, 200]),
+            ("GET", "/api/v1/templates/{id}", "/api/v1/templates/ddp-mlp-demo", None,
+             [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/tokens", "/api/v1/tokens", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/tokens", "/api/v1/tokens", {"name": "m"}, [401, 201, 201, 201, 201]),
             ("DELETE", "/api/v1/tokens/{id}", fresh_member_token, None, [401, 200, 404, 404, 200]),

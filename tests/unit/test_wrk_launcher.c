@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -325,7 +326,48 @@ static void test_spawn_failure(void **state)
     err_init(&e);
     assert_int_equal(wrk_launcher_start(l, &req, &e), RC_EUNAVAIL);
     assert_true(e.message[0] != '\0');
+    /* the chdir failed, not the exec: no deterministic cause is claimed */
+    assert_string_equal(e.code, "");
     assert_int_equal(wrk_launcher_count(l), 0);
+    assert_int_equal(R.started, 0);
+    wrk_plan_free(p);
+}
+
+/* exec of a program that is not there, or not executable, fails for good. */
+static void test_exec_failure(void **state)
+{
+    struct wrk_launcher *l = *state;
+    struct wrk_plan *p = sh_plan(2, (const char *const[]){"true", "true"});
+    struct wrk_launch_req req = {"a6", "7", 0, "/tmp", p, 0, 1, NULL};
+    struct err e;
+
+    /* the second rank cannot start: the first is stopped again */
+    free(p->procs[1].argv[0]);
+    p->procs[1].argv[0] = strdup("/nonexistent/prog");
+    err_init(&e);
+    assert_int_equal(wrk_launcher_start(l, &req, &e), RC_EUNAVAIL);
+    assert_string_equal(e.code, WRK_CAUSE_EXEC_FAILED);
+    assert_string_equal(e.detail, "/nonexistent/prog: No such file or directory");
+    assert_int_equal(wrk_launcher_count(l), 0);
+    assert_int_equal(R.started, 0);
+
+    /* a file without x bits (EACCES), one that is no program (ENOEXEC) */
+    for (int i = 0; i < 2; i++) {
+        char path[] = "/tmp/ty-launch-XXXXXX", want[64];
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "\x01\x02\x03\x04", 4), 4);
+        close(fd);
+        assert_int_equal(chmod(path, i == 0 ? 0644 : 0755), 0);
+        free(p->procs[1].argv[0]);
+        p->procs[1].argv[0] = strdup(path);
+        err_init(&e);
+        assert_int_equal(wrk_launcher_start(l, &req, &e), RC_EUNAVAIL);
+        assert_string_equal(e.code, WRK_CAUSE_EXEC_FAILED);
+        snprintf(want, sizeof(want), "%s: %s", path, strerror(i == 0 ? EACCES : ENOEXEC));
+        assert_string_equal(e.detail, want);
+        unlink(path);
+    }
     assert_int_equal(R.started, 0);
     wrk_plan_free(p);
 }
@@ -339,6 +381,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_time_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

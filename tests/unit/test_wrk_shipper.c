@@ -124,6 +124,39 @@ static void test_order_and_parse(void **state)
     assert_int_equal(json_integer_value(json_object_get(
                          json_array_get(json_object_get(F.body[2], "ranks"), 1), "exit_code")),
                      1);
+    assert_null(json_object_get(F.body[2], "failure")); /* an ordinary failure */
+}
+
+/* A deterministic cause goes out as "failure" next to the exit codes. */
+static void test_exit_failure(void **state)
+{
+    struct wrk_shipper_opts o = {fake_post, NULL, 0, 0, 50};
+    struct wrk_shipper *s = NULL;
+    struct wrk_exit_report r;
+    const json_t *f;
+    (void)state;
+
+    assert_int_equal(wrk_shipper_new(&o, &s), RC_OK);
+    memset(&r, 0, sizeof(r));
+    snprintf(r.attempt_id, sizeof(r.attempt_id), "32");
+    r.nranks = 1;
+    r.ranks[0].exit_code = -1;
+    snprintf(r.reason, sizeof(r.reason), "cannot start the command: No such file or directory");
+    snprintf(r.failure, sizeof(r.failure), "%s", WRK_CAUSE_EXEC_FAILED);
+    snprintf(r.failure_detail, sizeof(r.failure_detail), "/nonexistent/prog: No such file");
+    wrk_shipper_exit(s, &r);
+    wrk_shipper_free(s, 5000);
+
+    assert_int_equal(F.n, 1);
+    assert_string_equal(F.path[0], "/api/v1/agent/attempts/32/exit");
+    f = json_object_get(F.body[0], "failure");
+    assert_true(json_is_object(f));
+    assert_int_equal(json_object_size(f), 2);
+    assert_string_equal(json_string_value(json_object_get(f, "code")), "exec_failed");
+    assert_string_equal(json_string_value(json_object_get(f, "detail")),
+                        "/nonexistent/prog: No such file");
+    assert_string_equal(json_string_value(json_object_get(F.body[0], "reason")),
+                        "cannot start the command: No such file or directory");
 }
 
 static void test_drop_oldest(void **state)
@@ -207,6 +240,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_order_and_parse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_oldest, setup, teardown),
         cmocka_unit_test(test_utf8_clean),
     };

@@ -1,25 +1,17 @@
-// submit.js - the one-click submit form with two templates. Errors from the
-// API ({"error":{code,message,detail,field}}) are shown and the offending
-// input is marked.
+// submit.js - the one-click submit form. The template buttons come from
+// GET /api/v1/templates (server/templates.h), in the server's order, named in
+// the page's language; a click fills the form with the template's ready job.
+// The team select starts at the user's first team; with no team at all it
+// says so instead of sending an empty team. Errors from the API
+// ({"error":{code,message,detail,field}}) are shown and the offending input
+// is marked.
 import { get, post } from '../api.js';
 import { h, replace } from '../dom.js';
-import { t } from '../i18n.js';
+import { t, getLang } from '../i18n.js';
 import { errorBox } from '../ui.js';
 
-const TEMPLATES = {
-  ddp: {
-    name: 'ddp-mlp-demo',
-    command: ['/usr/bin/python3', 'examples/ddp_mlp.py', '--steps', '200'],
-    gpus: 2, gpus_per_node: '', priority: 'normal', max_restarts: 2, time_limit_min: 60,
-    env: '', output_dir: '',
-  },
-  sleep: {
-    name: 'sleep-test',
-    command: ['/bin/sleep', '60'],
-    gpus: 1, gpus_per_node: '', priority: 'low', max_restarts: 0, time_limit_min: 10,
-    env: '', output_dir: '',
-  },
-};
+// A {"zh-CN": ..., "en": ...} text in the page's language (English if missing).
+const local = (texts) => (texts && (texts[getLang()] || texts.en)) || '';
 
 // API field name -> form input key ("resources.gpus", "env.FOO", "command[1]" ...).
 function inputFor(field) {
@@ -46,6 +38,8 @@ export function render(main) {
   };
   const teamSel = h('select', { required: true }, h('option', { value: '' }, t('common.loading')));
   const msg = h('div');
+  const tplList = h('div', { class: 'tpl-list' }, h('span', { class: 'muted small' }, t('common.loading')));
+  let fromTemplate = null; // the id of the template the form was filled from
   const submitBtn = h('button', { type: 'submit', class: 'primary' }, t('submit.submit'));
 
   const form = h('form', { class: 'card form-grid', novalidate: true },
@@ -55,7 +49,6 @@ export function render(main) {
       h('label', { for: 'f-command' }, t('submit.command')),
       (inputs.command = h('textarea', { id: 'f-command', rows: 5, spellcheck: 'false', class: 'mono' })),
       h('div', { class: 'help' }, t('submit.command_help')),
-      h('div', { class: 'help', id: 'cwd-note' }, t('submit.cwd_note')),
       (hints.command = h('div', { class: 'field-error' }))),
     fieldRow('gpus', t('submit.gpus'), h('input', { type: 'number', min: 1, max: 1024, value: 1 })),
     fieldRow('gpus_per_node', t('submit.gpus_per_node'), h('input', { type: 'number', min: 1, max: 64, placeholder: t('submit.optional') }), t('submit.gpus_per_node_help')),
@@ -71,19 +64,24 @@ export function render(main) {
       (hints.env = h('div', { class: 'field-error' }))),
     h('div', { class: 'field wide' }, msg, h('div', { class: 'actions' }, submitBtn)));
 
+  // Fills the form with a template's job (the spec the API made ready).
   function applyTemplate(tpl) {
-    inputs.name.value = tpl.name;
-    inputs.command.value = tpl.command.join('\n');
-    inputs.gpus.value = tpl.gpus;
-    inputs.gpus_per_node.value = tpl.gpus_per_node;
-    inputs.priority.value = tpl.priority;
-    inputs.max_restarts.value = tpl.max_restarts;
-    inputs.time_limit_min.value = tpl.time_limit_min;
-    inputs.env.value = tpl.env;
-    inputs.output_dir.value = tpl.output_dir;
+    const job = tpl.job;
+    inputs.name.value = job.name;
+    inputs.command.value = job.command.join('\n');
+    inputs.gpus.value = job.resources.gpus;
+    inputs.gpus_per_node.value = job.resources.gpus_per_node ?? '';
+    inputs.priority.value = job.priority;
+    inputs.max_restarts.value = job.max_restarts;
+    inputs.time_limit_min.value = Math.ceil(job.time_limit_s / 60);
+    inputs.env.value = '';
+    inputs.output_dir.value = '';
+    fromTemplate = tpl.id;
     clearErrors();
     inputs.command.focus();
   }
+  // An edited command is the user's own job, no longer the template's.
+  inputs.command.addEventListener('input', () => { fromTemplate = null; });
 
   function clearErrors() {
     replace(msg);
@@ -99,6 +97,7 @@ export function render(main) {
 
   // Builds the job spec; returns {spec} or {key, text} for a local mistake.
   function build() {
+    if (!inputs.team.value) return { key: 'team', text: t('submit.err_team') };
     const spec = { name: inputs.name.value.trim(), team: inputs.team.value };
     const command = inputs.command.value.split('\n').map((l) => l.replace(/\r$/, '')).filter((l) => l.trim() !== '');
     if (!command.length) return { key: 'command', text: t('submit.err_command') };
@@ -127,6 +126,7 @@ export function render(main) {
     }
     if (n) spec.env = env;
     if (inputs.output_dir.value.trim() !== '') spec.output_dir = inputs.output_dir.value.trim();
+    if (fromTemplate) spec.template = fromTemplate;
     return { spec };
   }
 
@@ -148,18 +148,24 @@ export function render(main) {
 
   main.append(
     h('div', { class: 'page-head' }, h('h1', null, t('submit.title'))),
-    h('section', { class: 'card templates' },
-      h('h2', null, t('submit.templates')),
-      h('div', { class: 'tpl-list' },
-        h('button', { type: 'button', class: 'tpl', onclick: () => applyTemplate(TEMPLATES.ddp) },
-          h('strong', null, t('submit.tpl_ddp')), h('span', { class: 'small muted' }, t('submit.tpl_ddp_help'))),
-        h('button', { type: 'button', class: 'tpl', onclick: () => applyTemplate(TEMPLATES.sleep) },
-          h('strong', null, t('submit.tpl_sleep')), h('span', { class: 'small muted' }, t('submit.tpl_sleep_help'))))),
+    h('section', { class: 'card templates' }, h('h2', null, t('submit.templates')), tplList),
     form);
 
-  get('/teams').then((r) => {
+  get('/templates').then((r) => {
+    const tpls = r.templates || [];
+    replace(tplList, tpls.length ? null : h('span', { class: 'muted small' }, t('submit.no_templates')),
+      tpls.map((tpl) => h('button', { type: 'button', class: 'tpl', 'data-template': tpl.id, onclick: () => applyTemplate(tpl) },
+        h('strong', null, local(tpl.name)), h('span', { class: 'small muted' }, local(tpl.description)))));
+  }).catch((e) => replace(tplList, errorBox(e)));
+
+  // Admins see every team, members their own; either way the user's own
+  // first team (GET /me, by name) is the default.
+  Promise.all([get('/teams'), get('/me')]).then(([r, me]) => {
     const teams = r.teams || [];
+    const mine = (me.teams || []).map((tm) => tm.name).find((n) => teams.some((tm) => tm.name === n));
     replace(teamSel, teams.length ? null : h('option', { value: '' }, t('submit.no_teams')),
       teams.map((tm) => h('option', { value: tm.name }, tm.name)));
+    if (teams.length) teamSel.value = mine || teams[0].name;
+    else markError('team', t('submit.err_team'));
   }).catch((e) => replace(msg, errorBox(e)));
 }

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `make build`: install what is missing and make a release build in
+# build-release/. A failing step is named, with its log under build-release/log/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+step_init build build-release/log
+
+step --live deps scripts/deps.sh build
+step configure env CC="${CC:-clang}" cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release
+step --live build cmake --build build-release -j"$(nproc)"
