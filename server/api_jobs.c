@@ -12,6 +12,7 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
+#include "audit_target.h"
 #include "cache.h"
 #include "db.h"
 #include "db_agent.h"
@@ -43,7 +44,7 @@ enum rc api_job_submit(struct srv_req *req)
     json_t *spec_json = NULL, *row = NULL, *d = NULL;
     int64_t team_id = 0;
     int member = 1;
-    char actor[96], target[48];
+    char actor[96], target[AUDIT_TARGET_SIZE];
     enum rc rc;
 
     if (req->body == NULL)
@@ -81,8 +82,10 @@ enum rc api_job_submit(struct srv_req *req)
      * the audit event, which takes the chain's lock until COMMIT. */
     if (rc == RC_OK)
         rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
+    if (rc == RC_OK)
+        rc = audit_target_id_text(AUDIT_TARGET_JOB, json_string_value(json_object_get(row, "id")),
+                                  target);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "job:%s", json_string_value(json_object_get(row, "id")));
         d = json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}", "name", spec->name, "team", spec->team, "gpus",
                       spec->gpus, "priority", jobspec_prio_str(spec->priority), "site", spec->site,
                       "classification", comp.classification);
@@ -221,7 +224,7 @@ static enum rc cancel_body(struct srv_req *req, void *arg)
 {
     struct cancel_tx *x = arg;
     int64_t team_id;
-    char state[16], target[48];
+    char state[16], target[AUDIT_TARGET_SIZE];
     enum rc rc;
 
     json_decref(x->nodes);
@@ -229,10 +232,10 @@ static enum rc cancel_body(struct srv_req *req, void *arg)
     rc = load_visible(req, &x->id, &team_id, state, sizeof(state), 1);
     if (rc == RC_OK && db_job_state_terminal(state))
         rc = srv_fail(req, RC_ECONFLICT, "", "the job has already ended (%s)", state);
-    if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "job:%lld", (long long)x->id);
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_JOB, x->id, target);
+    if (rc == RC_OK)
         rc = audit_append_req(req, "job.cancel", target, "success", NULL);
-    }
     if (rc == RC_OK)
         rc = jobs_cancel(req, x->id, state);
     /* Nodes still holding the job (it was running): their workers' long-polls

@@ -168,20 +168,22 @@ enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, i
 }
 
 enum rc db_node_set_state(PGconn *c, int64_t node_id, const char *state, char *old_state,
-                          size_t state_size, const char *req_id)
+                          size_t state_size, char *name, size_t name_size, const char *req_id)
 {
     char id[24];
     const char *p[] = {db_i64(node_id, id, sizeof(id)), state};
     PGresult *r = db_exec(c,
                           "UPDATE nodes n SET state = $2, admin_drained = ($2 = 'draining') FROM "
-                          "nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state",
+                          "nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state, n.name",
                           2, p);
     enum rc rc = db_result_rc(r, req_id);
 
     if (rc == RC_OK && PQntuples(r) != 1)
         rc = RC_ENOTFOUND;
-    if (rc == RC_OK)
+    if (rc == RC_OK) {
         snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
+        snprintf(name, name_size, "%s", PQgetvalue(r, 0, 1));
+    }
     PQclear(r);
     return rc;
 }

@@ -32,6 +32,7 @@
 
 #include "assign.h"
 #include "cause.h"
+#include "crypto.h"
 #include "http.h"
 #include "launcher.h"
 #include "log.h"
@@ -261,14 +262,12 @@ static int do_join(struct agent *a)
         goto out;
     }
     snprintf(a->node_id, sizeof(a->node_id), "%s", id);
-    free(a->credential);
+    crypto_free_secret(a->credential); /* a re-join replaces a refused credential */
     a->credential = strdup(cred);
     ret = a->credential != NULL ? 1 : 0;
     LOG_INFO("agent", "joined", "node_id=%s", a->node_id);
 out:
-    if (text != NULL)
-        memset(text, 0, strlen(text));
-    free(text);
+    crypto_free_secret(text); /* node.json's text: the credential */
     json_decref(body);
     json_decref(resp);
     return ret;
@@ -1136,10 +1135,7 @@ out:
     wrk_http_free(a->ship_http);
     wrk_gpus_free(a->gpus);
     json_decref(a->labels);
-    if (a->credential != NULL) {
-        memset(a->credential, 0, strlen(a->credential));
-        free(a->credential);
-    }
+    crypto_free_secret(a->credential);
     pthread_mutex_destroy(&a->qmu);
     pthread_cond_destroy(&a->qcv);
     return ret;
