@@ -170,22 +170,33 @@ static enum rc load_webhook(struct srv_req *req, int64_t *id, int manage)
     return rc;
 }
 
+/*
+ * The delete's transaction (api_tx body). Lock order (db.h): the webhook's
+ * row, then the audit head. A job transition queueing a delivery for this
+ * webhook takes them the other way round (db.h names the exception), so
+ * PostgreSQL may break a deadlock here: api_tx() runs the body again.
+ */
+static enum rc delete_body(struct srv_req *req, void *arg)
+{
+    const int64_t *id = arg;
+    char target[AUDIT_TARGET_SIZE];
+    enum rc rc = db_webhook_delete(req->db, *id, req->req_id);
+
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_WEBHOOK, *id, target);
+    if (rc == RC_OK)
+        rc = audit_append_req(req, "webhook.delete", target, "success", NULL);
+    return rc;
+}
+
 enum rc api_webhook_delete(struct srv_req *req)
 {
     int64_t id;
-    char target[AUDIT_TARGET_SIZE];
     enum rc rc;
 
     if ((rc = load_webhook(req, &id, 1)) != RC_OK)
         return rc;
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
-    rc = db_webhook_delete(req->db, id, req->req_id);
-    if (rc == RC_OK)
-        rc = audit_target_id(AUDIT_TARGET_WEBHOOK, id, target);
-    if (rc == RC_OK)
-        rc = audit_append_req(req, "webhook.delete", target, "success", NULL);
-    if ((rc = api_end(req, rc)) != RC_OK)
+    if ((rc = api_tx(req, delete_body, &id)) != RC_OK)
         return rc;
     return srv_reply(req, 200, json_pack("{s:b}", "deleted", 1));
 }
