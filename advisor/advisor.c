@@ -861,7 +861,10 @@ static int closest(const struct eval *evs, enum adv_strategy want)
             continue;
         if (evs[i].ua != UA_NONE && want == ADV_STRATEGY_AUTO)
             continue;
-        if (best < 0 || evs[i].over_bytes < evs[best].over_bytes)
+        /* One short of host memory only (offload) ranks after any GPU shortfall:
+         * more GPU memory would not help it. */
+        if (best < 0 || (evs[best].cpu_short && !evs[i].cpu_short) ||
+            (evs[best].cpu_short == evs[i].cpu_short && evs[i].over_bytes < evs[best].over_bytes))
             best = (int)i;
     }
     return best;
@@ -966,7 +969,7 @@ enum rc adv_plan(const struct adv_request *req, struct adv_plan *out, struct err
         apply(&x, &evs[c], out);
         if (req->strategy == ADV_STRATEGY_AUTO || auto_i < 0) {
             out->smallest_gpus = smallest_fit(&x);
-            if (!x.cpu && evs[c].ua == UA_NONE) {
+            if (!x.cpu && evs[c].ua == UA_NONE && !evs[c].cpu_short && evs[c].over_bytes > 0) {
                 /* memory per GPU M with M - M/100*10 >= need */
                 double need = evs[c].over_bytes + evs[c].usable;
                 double mgpu = ceil(need / (1 - ADV_HEADROOM_PCT / 100.0));
