@@ -798,6 +798,37 @@ static void plan_text(const struct ctx *x, const struct eval *ev, struct adv_pla
     }
 }
 
+/*
+ * Cut a text that snprintf may have truncated inside a multi-byte UTF-8
+ * character back to the last whole one: the JSON layer (jansson) refuses
+ * strings that are not valid UTF-8.
+ */
+static void utf8_trim(char *s)
+{
+    size_t n = strlen(s), i = n, len;
+    unsigned char c;
+
+    while (i > 0 && i + 4 > n && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+        i--;
+    if (i == 0)
+        return;
+    c = (unsigned char)s[i - 1];
+    if (c < 0x80)
+        return;
+    len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    if (n - (i - 1) != len)
+        s[i - 1] = '\0';
+}
+
+static void copy_text(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    utf8_trim(dst);
+}
+
 static void warn(struct adv_plan *p, enum adv_warning_code code, const char *en, const char *zh)
 {
     struct adv_warning *w;
@@ -806,8 +837,19 @@ static void warn(struct adv_plan *p, enum adv_warning_code code, const char *en,
         return;
     w = &p->warnings[p->nwarnings++];
     w->code = code;
-    snprintf(w->en, sizeof(w->en), "%s", en);
-    snprintf(w->zh, sizeof(w->zh), "%s", zh);
+    copy_text(w->en, sizeof(w->en), en);
+    copy_text(w->zh, sizeof(w->zh), zh);
+}
+
+/* Every text of the plan ends on a whole UTF-8 character. */
+static void trim_texts(struct adv_plan *p)
+{
+    utf8_trim(p->reason_en);
+    utf8_trim(p->reason_zh);
+    for (size_t i = 0; i < p->nalts; i++) {
+        utf8_trim(p->alts[i].reason_en);
+        utf8_trim(p->alts[i].reason_zh);
+    }
 }
 
 /* ---- the plan --------------------------------------------------------------- */
@@ -982,7 +1024,7 @@ enum rc adv_plan(const struct adv_request *req, struct adv_plan *out, struct err
         plan_text(&x, &evs[pick], out);
     warnings(&x, out);
     if (req->strategy != ADV_STRATEGY_AUTO && pick < 0) {
-        char en[ADV_ALT_TEXT], zh[ADV_ALT_TEXT];
+        char en[2 * ADV_ALT_TEXT], zh[2 * ADV_ALT_TEXT]; /* warn() cuts them to size */
         const struct eval *ev = &evs[closest(evs, req->strategy)];
 
         if (ev->ua != UA_NONE) {
@@ -1032,11 +1074,10 @@ enum rc adv_plan(const struct adv_request *req, struct adv_plan *out, struct err
             cat(out->reason_zh, n, "保持当前数量时，每张 GPU 需要 %.1f GiB 显存。",
                 gib((double)out->min_gpu_mem_bytes));
         }
-    } else if (out->status == ADV_PLAN_NO_FIT) {
-        snprintf(out->reason_en, sizeof(out->reason_en), "%s",
-                 out->warnings[out->nwarnings - 1].en);
-        snprintf(out->reason_zh, sizeof(out->reason_zh), "%s",
-                 out->warnings[out->nwarnings - 1].zh);
+    } else if (out->status == ADV_PLAN_NO_FIT && out->nwarnings > 0) {
+        copy_text(out->reason_en, sizeof(out->reason_en), out->warnings[out->nwarnings - 1].en);
+        copy_text(out->reason_zh, sizeof(out->reason_zh), out->warnings[out->nwarnings - 1].zh);
     }
+    trim_texts(out);
     return RC_OK;
 }

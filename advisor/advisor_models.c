@@ -37,7 +37,7 @@ static const struct adv_known known[] = {
     /* figures: advisor/cnn_measured.txt (torch 1.13.1, torchvision 0.14.1, 2026-12-01) */
     {"resnet50",
      ADV_MODEL_MEASURED,
-     {0},
+     {.layers = 0},
      {.params = 25557032,
       .act_bytes_per_sample = 85909504,
       .act_bytes_per_sample16 = 43757568,
@@ -48,7 +48,7 @@ static const struct adv_known known[] = {
      RESNET_SRC},
     {"resnet101",
      ADV_MODEL_MEASURED,
-     {0},
+     {.layers = 0},
      {.params = 44549160,
       .act_bytes_per_sample = 126853120,
       .act_bytes_per_sample16 = 64229376,
@@ -59,7 +59,7 @@ static const struct adv_known known[] = {
      RESNET_SRC},
     {"vit-base",
      ADV_MODEL_MEASURED,
-     {0},
+     {.layers = 0},
      {.params = 86567656,
       .act_bytes_per_sample = 140401192,
       .act_bytes_per_sample16 = 70200596,
@@ -74,7 +74,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_ENCODER, 12, 768, 12, 12, 3072, 30522, 512, 512, false, true, true, false, true,
       ADV_NORM_LAYERNORM},
-     {0},
+     {.params = 0},
      110e6,
      "Devlin et al. 2019, BERT (arXiv:1810.04805) section 3 (L=12, H=768, A=12, 110M); "
      "Hugging Face bert-base-uncased config.json (intermediate_size 3072, vocab_size 30522, "
@@ -83,7 +83,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_ENCODER, 24, 1024, 16, 16, 4096, 30522, 512, 512, false, true, true, false, true,
       ADV_NORM_LAYERNORM},
-     {0},
+     {.params = 0},
      340e6,
      "Devlin et al. 2019, BERT (arXiv:1810.04805) section 3 (L=24, H=1024, A=16, 340M); "
      "Hugging Face bert-large-uncased config.json"},
@@ -91,7 +91,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 12, 768, 12, 12, 3072, 50257, 1024, 1024, false, true, true, false, true,
       ADV_NORM_LAYERNORM},
-     {0},
+     {.params = 0},
      124e6,
      "Radford et al. 2019, Language Models are Unsupervised Multitask Learners, table 2; "
      "Hugging Face gpt2 config.json (n_layer 12, n_embd 768, n_head 12, n_positions 1024, "
@@ -100,7 +100,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 24, 1024, 16, 16, 4096, 50257, 1024, 1024, false, true, true, false, true,
       ADV_NORM_LAYERNORM},
-     {0},
+     {.params = 0},
      355e6,
      "Radford et al. 2019 table 2; Hugging Face gpt2-medium config.json (n_layer 24, n_embd "
      "1024, n_head 16; model card: 355M)"},
@@ -108,7 +108,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 36, 1280, 20, 20, 5120, 50257, 1024, 1024, false, true, true, false, true,
       ADV_NORM_LAYERNORM},
-     {0},
+     {.params = 0},
      774e6,
      "Radford et al. 2019 table 2; Hugging Face gpt2-large config.json (n_layer 36, n_embd "
      "1280, n_head 20; model card: 774M)"},
@@ -116,7 +116,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 48, 1600, 25, 25, 6400, 50257, 1024, 1024, false, true, true, false, true,
       ADV_NORM_LAYERNORM},
-     {0},
+     {.params = 0},
      1558e6,
      "Radford et al. 2019 table 2; Hugging Face gpt2-xl config.json (n_layer 48, n_embd 1600, "
      "n_head 25; model card: 1.5B, 1,557.6M counted)"},
@@ -124,7 +124,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 32, 4096, 32, 32, 11008, 32000, 4096, 0, true, false, false, false, false,
       ADV_NORM_RMSNORM},
-     {0},
+     {.params = 0},
      6.74e9,
      "Touvron et al. 2023, Llama 2 (arXiv:2307.09288) table 1 (context 4k); Hugging Face "
      "meta-llama/Llama-2-7b-hf config.json (num_hidden_layers 32, hidden_size 4096, "
@@ -133,7 +133,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 40, 5120, 40, 40, 13824, 32000, 4096, 0, true, false, false, false, false,
       ADV_NORM_RMSNORM},
-     {0},
+     {.params = 0},
      13.0e9,
      "Touvron et al. 2023, Llama 2 (arXiv:2307.09288) table 1; Hugging Face "
      "meta-llama/Llama-2-13b-hf config.json (40 layers, hidden 5120, intermediate 13824, 40 "
@@ -142,7 +142,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 28, 3584, 28, 4, 18944, 152064, 4096, 0, true, false, false, true, false,
       ADV_NORM_RMSNORM},
-     {0},
+     {.params = 0},
      7.62e9,
      "Yang et al. 2024, Qwen2 Technical Report (arXiv:2407.10671) table 1 (7B: 28 layers, "
      "hidden 3584, 28 query / 4 KV heads, intermediate 18944, vocabulary 151,646 tokens, "
@@ -152,7 +152,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 28, 4096, 32, 2, 13696, 65024, 8192, 0, true, false, false, true, false,
       ADV_NORM_RMSNORM},
-     {0},
+     {.params = 0},
      6.24e9,
      "THUDM/chatglm3-6b config.json (num_layers 28, hidden_size 4096, num_attention_heads 32, "
      "multi_query_group_num 2, ffn_hidden_size 13696, padded_vocab_size 65024, seq_length 8192, "
@@ -161,7 +161,7 @@ static const struct adv_known known[] = {
      ADV_MODEL_TRANSFORMER,
      {ADV_ARCH_DECODER, 32, 4096, 32, 32, 11008, 125696, 4096, 0, true, false, false, false, false,
       ADV_NORM_RMSNORM},
-     {0},
+     {.params = 0},
      7.51e9,
      "Yang et al. 2023, Baichuan 2 (arXiv:2309.10305) table 2 (7B: 32 layers, hidden 4096, 32 "
      "heads, vocabulary 125,696, context 4,096); Hugging Face baichuan-inc/Baichuan2-7B-Base "

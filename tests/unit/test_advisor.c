@@ -512,6 +512,25 @@ static uint64_t rnd(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* Whether s is whole UTF-8 (the texts go into JSON strings). */
+static bool utf8_ok(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+
+    while (*u) {
+        int n = *u < 0x80 ? 0 : *u >= 0xf0 ? 3 : *u >= 0xe0 ? 2 : *u >= 0xc2 ? 1 : -1;
+        if (n < 0)
+            return false;
+        u++;
+        while (n-- > 0) {
+            if ((*u & 0xc0) != 0x80)
+                return false;
+            u++;
+        }
+    }
+    return true;
+}
+
 static int rung(enum adv_strategy s)
 {
     static const int r[] = {0, 0, 1, 2, 3, 3, 4, 5, 5};
@@ -546,6 +565,9 @@ static void test_invariants(void **state)
             r.model.seq_len = 128 << (rnd(&seed) % 6);
         must_plan(&r);
         assert_true(plan.reason_en[0] != '\0' && plan.reason_zh[0] != '\0');
+        assert_true(utf8_ok(plan.reason_en) && utf8_ok(plan.reason_zh));
+        for (size_t i = 0; i < plan.nwarnings; i++)
+            assert_true(utf8_ok(plan.warnings[i].en) && utf8_ok(plan.warnings[i].zh));
         assert_int_equal(plan.nalts, 9);
         for (size_t i = 0; i < plan.nalts; i++) {
             const struct adv_alternative *a = &plan.alts[i];
@@ -556,6 +578,7 @@ static void test_invariants(void **state)
             if (a->engine == ADV_ENGINE_DEEPSPEED && !r.caps.deepspeed)
                 assert_int_equal(a->status, ADV_ALT_UNAVAILABLE);
             assert_true(a->reason_en[0] != '\0' && a->reason_zh[0] != '\0');
+            assert_true(utf8_ok(a->reason_zh));
         }
         if (plan.status != ADV_PLAN_OK) {
             assert_null(chosen);
