@@ -669,7 +669,7 @@ static void alt_text(const struct ctx *x, const struct eval *ev, const struct ev
         if (a > 0 && b > 0 && fabs(a / b - 1) < 0.005) {
             snprintf(alt->reason_en, n, "fits and is predicted as fast as %s, which %s", cs_en,
                      same ? "needs less memory" : "comes first in the order");
-            snprintf(alt->reason_zh, n, "可以容纳，预计与 %s 一样快，但 %s", cs_zh,
+            snprintf(alt->reason_zh, n, "可以容纳，预计与 %s 一样快，但%s", cs_zh,
                      same ? "后者占用内存更少" : "后者在顺序上优先");
         } else if (a > 0 && b > 0 && a > b) {
             snprintf(alt->reason_en, n, "fits, but predicted %.0f %% slower than %s",

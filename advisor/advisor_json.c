@@ -944,8 +944,9 @@ static json_t *model_json(const struct adv_model_info *mi)
     put(o, "name", json_string(mi->name), &ok);
     put(o, "kind", json_string(mi->kind == ADV_MODEL_TRANSFORMER ? "transformer" : "measured"),
         &ok);
-    put(o, "params", jreal(mi->params), &ok);
-    put(o, "largest_layer_params", jreal(mi->largest_layer_params), &ok);
+    put(o, "params", json_integer((json_int_t)llround(mi->params)), &ok);
+    put(o, "largest_layer_params", json_integer((json_int_t)llround(mi->largest_layer_params)),
+        &ok);
     put(o, "seq_len", mi->seq_len > 0 ? json_integer(mi->seq_len) : json_null(), &ok);
     if (!ok) {
         json_decref(o);

@@ -628,7 +628,7 @@ static const struct {
 
 /* One CPU process: fp32 1024 x 1024 matmul on one thread, measured by
  * advisor/measure_cnn.py on the project machine (cnn_measured.txt:
- * cpu_sgemm_gflops_1_thread 5.2, a shared 2-core AMD EPYC under load). */
+ * cpu_sgemm_gflops_1_thread 5.2, a shared 2-core Intel Xeon under load). */
 #define CPU_SGEMM_FLOPS 5.2e9
 
 double adv_peak_flops(int cc10, enum adv_precision p)
