@@ -512,6 +512,8 @@ static enum rc check_values(const json_t *v, const char *field, struct err *e)
         snprintf(sub, sizeof(sub), "%s[%zu]", field, i);
         if ((rc = want_str(x, sub, 1, MAX_ENUM_VALUE, 1, &s, e)) != RC_OK)
             return rc;
+        if (s[0] == '-') /* it follows the flag: it would read as another one */
+            return bad(e, sub, x, "%s must not start with '-'", sub);
         for (size_t k = 0; k < i; k++)
             if (json_equal(json_array_get(v, k), x))
                 return bad(e, sub, x, "%s repeats an earlier value", sub);

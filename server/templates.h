@@ -53,8 +53,8 @@
  *                            [a-z0-9][a-z0-9-]*, <= 64 bytes, used by no
  *                            other parameter and not in args
  *                   min, max numbers of the type (int, float only), min <= max
- *                   values   1..64 distinct strings of 1..64 bytes (enum only,
- *                            required there)
+ *                   values   1..64 distinct strings of 1..64 bytes, none
+ *                            starting with '-' (enum only, required there)
  *                   default  a value of the type within the bounds, required
  *                 }; how values become arguments: tpl_expand.h
  *   order         integer 0..1000000, default 1000000: the list is sorted by

@@ -198,6 +198,10 @@ enum rc tpl_param_check(const json_t *schema, const json_t *value, const char *f
         if (memchr(json_string_value(value), '\0', json_string_length(value)) != NULL ||
             has_ctrl(json_string_value(value), json_string_length(value)))
             return bad(e, field, NULL, "%s must not contain control characters", field);
+        /* The value is the argument after the flag: one starting with '-'
+         * would be read as another flag. */
+        if (json_string_value(value)[0] == '-')
+            return bad(e, field, value, "%s must not start with '-'", field);
         return RC_OK;
     }
     return err_set(e, RC_EINVAL, field, "%s has an unknown type in the template", field);

@@ -27,7 +27,8 @@
  *   int           arg, the decimal value ("--steps", "200")
  *   float         arg, the shortest decimal that reads back as the same
  *                 double ("--lr", "0.001")
- *   enum, string  arg, the value; an empty string adds nothing
+ *   enum, string  arg, the value; an empty string adds nothing (neither
+ *                 may start with '-', which would read as another flag)
  *   bool          true adds arg alone (a flag); false adds nothing
  *
  * The template is its public form (templates.h): "id", "base_command",

@@ -757,6 +757,12 @@ static void bad_params_schemas_are_refused(void **state)
     expect_bad_params("{\"a\":{\"type\":\"enum\"," LABEL ",\"arg\":\"--a\",\"values\":[\"x\",1],"
                       "\"default\":\"x\"}}",
                       "params.a.values[1]", "must be a string");
+    expect_bad_params("{\"a\":{\"type\":\"enum\"," LABEL
+                      ",\"arg\":\"--a\",\"values\":[\"x\",\"-y\"],"
+                      "\"default\":\"x\"}}",
+                      "params.a.values[1]", "must not start with '-'");
+    expect_bad_params("{\"a\":{\"type\":\"string\"," LABEL ",\"arg\":\"--a\",\"default\":\"-x\"}}",
+                      "params.a.default", "must not start with '-'");
     expect_bad_params("{\"a\":{\"type\":\"int\"," LABEL ",\"arg\":\"--a\",\"min\":1.5,"
                       "\"default\":2}}",
                       "params.a.min", "must be an integer");

@@ -280,6 +280,9 @@ static void bad_values_are_refused_naming_the_parameter(void **state)
                "control characters", NULL);
     expect_bad("{\"template\":\"demo\",\"params\":{\"pretrained\":\"a\\u0000b\"}}",
                "params.pretrained", "control characters", NULL);
+    /* A value is the argument after its flag: it cannot pose as a flag. */
+    expect_bad("{\"template\":\"demo\",\"params\":{\"pretrained\":\"--steps=1000000\"}}",
+               "params.pretrained", "must not start with '-'", NULL);
     /* Checked in the schema's order: steps before arch. */
     expect_bad("{\"template\":\"demo\",\"params\":{\"arch\":1,\"steps\":0}}", "params.steps", NULL,
                NULL);
