@@ -23,6 +23,8 @@
 #include "jobs_hooks.h"
 #include "jobspec.h"
 #include "notify.h"
+#include "templates.h"
+#include "tpl_expand.h"
 #include "waiters.h"
 
 static enum rc job_visible(struct srv_req *req, int64_t team_id)
@@ -37,11 +39,42 @@ static enum rc job_visible(struct srv_req *req, int64_t team_id)
     return rc;
 }
 
+/*
+ * A submit by template (tpl_expand.h): the body made into a full job spec
+ * (*out new) from the named template of the set loaded at start. An unknown
+ * template is a 400 naming "template", a bad parameter one naming
+ * "params.<name>".
+ */
+static enum rc expand_template(struct srv_req *req, json_t **out)
+{
+    const json_t *id = json_object_get(req->body, "template");
+    const char *s = json_string_value(id);
+    json_t *tpl = NULL;
+    enum rc rc;
+
+    *out = NULL;
+    if (!json_is_string(id))
+        return srv_fail(req, RC_EINVAL, "template", "template must be a template id (a string)");
+    /* Template ids are short slugs; anything else cannot name one and is not
+     * echoed back. */
+    if (json_string_length(id) == 0 || json_string_length(id) > 64 ||
+        strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") != json_string_length(id))
+        return srv_fail(req, RC_EINVAL, "template", "no such template");
+    rc = tpl_set_get(req->app->templates, s, &tpl);
+    if (rc == RC_ENOTFOUND)
+        return srv_fail(req, RC_EINVAL, "template", "no template named \"%s\"", s);
+    if (rc != RC_OK)
+        return rc;
+    rc = tpl_expand(tpl, req->body, out, &req->err);
+    json_decref(tpl);
+    return rc;
+}
+
 enum rc api_job_submit(struct srv_req *req)
 {
     struct jobspec *spec = NULL;
     struct db_job_compliance comp = {0};
-    json_t *spec_json = NULL, *row = NULL, *d = NULL;
+    json_t *spec_json = NULL, *row = NULL, *d = NULL, *expanded = NULL;
     int64_t team_id = 0;
     int member = 1;
     char actor[96], target[AUDIT_TARGET_SIZE];
@@ -49,7 +82,13 @@ enum rc api_job_submit(struct srv_req *req)
 
     if (req->body == NULL)
         return srv_fail(req, RC_EINVAL, "", "the body must be a job spec (a JSON object)");
-    rc = jobspec_parse(req->body, &spec, &req->err);
+    /* With "template" and no "command" the template makes the command; a
+     * spec with a command (a template's "job", a clone of a stored job) is
+     * taken as it is, its "template" and "params" kept as the record. */
+    if (tpl_expand_wanted(req->body) && (rc = expand_template(req, &expanded)) != RC_OK)
+        return rc;
+    rc = jobspec_parse(expanded ? expanded : req->body, &spec, &req->err);
+    json_decref(expanded);
     if (rc != RC_OK)
         return rc;
     rc = db_team_id(req->db, spec->team, &team_id, req->req_id);

@@ -348,6 +348,12 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
                   (int)strtol(PQgetvalue(r, i, 10), NULL, 10), "ranks", ranks, "work_dir", work_dir,
                   "checkpoint_dir", ckpt, "resume_from", PQgetvalue(r, i, 11), "time_limit_s",
                   (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL, 10), "grace_s", 30, "nccl_env");
+    /* The job's outputs (TRAINYARD_OUTPUT_DIR): the worker checks and
+     * creates it like checkpoint_dir, which lies below it. */
+    if (a != NULL && json_object_set_new(a, "output_dir", json_string(out_dir)) != 0) {
+        json_decref(a);
+        a = NULL;
+    }
     /* The site's networks: all that ranks of a multi-node attempt may reach
      * under the worker's --isolate-network. */
     if (a != NULL) {

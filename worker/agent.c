@@ -624,8 +624,8 @@ static void save_state(struct agent *a)
 }
 
 /*
- * The data-residency check on this node, before anything starts: work_dir
- * and checkpoint_dir (created), resume_from and every local dataset must
+ * The data-residency check on this node, before anything starts: work_dir,
+ * output_dir and checkpoint_dir (created), resume_from and every local dataset must
  * resolve, symlinks followed, inside this worker's --allowed-root dirs and
  * the job's site roots. On refusal reason says which path and why
  * ("policy violation: ..."; the server records it as such).
@@ -642,6 +642,11 @@ static enum rc check_paths(struct agent *a, const struct wrk_assignment *as, cha
     err_init(&e);
     rc = wrk_path_check_site(as->work_dir, a->roots, a->nroots, site, as->nsite_roots, 1, work,
                              PATH_MAX, &e);
+    if (rc == RC_OK && as->output_dir != NULL) {
+        field = "output_dir";
+        rc = wrk_path_check_site(as->output_dir, a->roots, a->nroots, site, as->nsite_roots, 1, tmp,
+                                 sizeof(tmp), &e);
+    }
     if (rc == RC_OK) {
         field = "checkpoint_dir";
         rc = wrk_path_check_site(as->checkpoint_dir, a->roots, a->nroots, site, as->nsite_roots, 1,
