@@ -31,15 +31,18 @@
 #include <unistd.h>
 
 #include "assign.h"
+#include "caps.h"
 #include "cause.h"
 #include "http.h"
 #include "launcher.h"
 #include "log.h"
+#include "ncclbw.h"
 #include "netns.h"
 #include "pathchk.h"
 #include "pathpol.h"
 #include "shipper.h"
 #include "state.h"
+#include "topo.h"
 
 #ifndef TY_VERSION
 #define TY_VERSION "0.1.0"
@@ -47,6 +50,8 @@
 
 #define POLL_WAIT_S 30
 #define REQ_TIMEOUT_MS 15000L
+#define GPU_MEM_SAMPLE_MS 500          /* per-rank GPU memory peak sampling, while ranks run */
+#define NCCL_PROBE_MAX_BYTES (1 << 20) /* a probe file is a few KiB */
 
 struct qitem {
     struct qitem *next;
@@ -66,6 +71,8 @@ struct agent {
     struct wrk_launcher *launcher;
     struct wrk_shipper *shipper;
     json_t *labels;
+    json_t *caps;       /* the capability probe's result (caps.h) */
+    json_t *nccl_probe; /* --nccl-probe-file, checked, or NULL */
     char node_id[64];
     char *credential; /* owned; never logged */
     char hostname[256];
@@ -276,6 +283,71 @@ out:
 
 /* ---- register ---- */
 
+/*
+ * Network interfaces and InfiniBand ports (topo.h) plus the GPUs' PCIe and
+ * NVLink paths (gpu.h), read at each register so that a link brought up
+ * since the last start is seen. New reference or NULL (ENOMEM).
+ */
+static json_t *interconnect_json(struct agent *a)
+{
+    struct wrk_topo *t = malloc(sizeof(*t));
+    struct ifaddrs *ifa = NULL;
+    json_t *o = NULL, *g = NULL;
+
+    if (t == NULL)
+        return NULL;
+    if (getifaddrs(&ifa) != 0)
+        ifa = NULL; /* no addresses: still the IB ports */
+    wrk_topo_read(a->cfg->sys_root ? a->cfg->sys_root : "/sys", ifa, t);
+    if (ifa != NULL)
+        freeifaddrs(ifa);
+    o = wrk_topo_json(t);
+    g = wrk_gpus_interconnect_json(a->gpus);
+    if (o == NULL || g == NULL || json_object_update(o, g) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(g);
+    free(t);
+    return o;
+}
+
+/*
+ * --nccl-probe-file: read and check it with the server's rules (ncclbw.h).
+ * A missing or bad file is logged and left out of register, never fatal: the
+ * server would refuse the whole register over it, and the node is usable
+ * without a probe.
+ */
+static json_t *load_nccl_probe(const char *path)
+{
+    json_error_t jerr;
+    char why[160];
+    json_t *j;
+    struct stat sb;
+
+    if (path == NULL)
+        return NULL;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > NCCL_PROBE_MAX_BYTES) {
+        LOG_WARN("agent", "nccl probe file missing or too large, not reported", "path=%s", path);
+        return NULL;
+    }
+    j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (j == NULL) {
+        LOG_WARN("agent", "nccl probe file is not JSON, not reported", "path=%s line=%d", path,
+                 jerr.line);
+        return NULL;
+    }
+    if (!wrk_ncclbw_check(j, why, sizeof(why))) {
+        LOG_WARN("agent", "nccl probe file is invalid, not reported", "path=%s error=\"%s\"", path,
+                 why);
+        json_decref(j);
+        return NULL;
+    }
+    LOG_INFO("agent", "nccl probe loaded", "path=%s gpus=%lld", path,
+             (long long)json_integer_value(json_object_get(j, "gpus")));
+    return j;
+}
+
 static json_t *register_body(struct agent *a, const struct wrk_state *st)
 {
     json_t *running = json_array(), *gpus = wrk_gpus_register_json(a->gpus);
@@ -287,10 +359,11 @@ static json_t *register_body(struct agent *a, const struct wrk_state *st)
         json_array_append_new(running,
                               json_pack("{s:s, s:o*}", "attempt_id", sa->attempt_id, "pids", pids));
     }
-    return json_pack("{s:s, s:s, s:O, s:i, s:I, s:s, s:o*, s:o*}", "hostname", a->hostname, "addr",
-                     a->addr, "labels", a->labels, "cpus", wrk_host_cpus(), "memory_mb",
-                     (json_int_t)wrk_host_memory_mb(), "version", TY_VERSION, "gpus", gpus,
-                     "running", running);
+    return json_pack("{s:s, s:s, s:O, s:i, s:I, s:s, s:o*, s:o*, s:O, s:o*, s:O*}", "hostname",
+                     a->hostname, "addr", a->addr, "labels", a->labels, "cpus", wrk_host_cpus(),
+                     "memory_mb", (json_int_t)wrk_host_memory_mb(), "version", TY_VERSION, "gpus",
+                     gpus, "running", running, "capabilities", a->caps, "interconnect",
+                     interconnect_json(a), "nccl_probe", a->nccl_probe);
 }
 
 static int in_list(const json_t *arr, const char *id)
@@ -961,6 +1034,9 @@ static int setup(struct agent *a)
     }
     if (wrk_gpus_open(fake, c->name ? c->name : a->hostname, &a->gpus) != RC_OK)
         return -1;
+    if (wrk_caps_probe(c->python, WRK_CAPS_TIMEOUT_MS, &a->caps) != RC_OK)
+        return -1;
+    a->nccl_probe = load_nccl_probe(c->nccl_probe_file);
     return 0;
 }
 
@@ -1136,6 +1212,8 @@ out:
     wrk_http_free(a->ship_http);
     wrk_gpus_free(a->gpus);
     json_decref(a->labels);
+    json_decref(a->caps);
+    json_decref(a->nccl_probe);
     if (a->credential != NULL) {
         memset(a->credential, 0, strlen(a->credential));
         free(a->credential);
