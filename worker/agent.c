@@ -986,6 +986,30 @@ static void drain_queue(struct agent *a)
     }
 }
 
+/*
+ * Raise each running rank's GPU memory peak from NVML's per-process figures
+ * (gpu.h); each process counts for its process group, which its rank leads.
+ * Nothing happens without NVML (fake GPUs): no figure is made up.
+ */
+static void sample_gpu_mem(struct agent *a)
+{
+    struct wrk_proc_mem pm[256];
+    struct wrk_group_mem gm[256];
+    int n = wrk_gpus_proc_mem(a->gpus, pm, sizeof(pm) / sizeof(pm[0]));
+    size_t k = 0;
+
+    for (int i = 0; i < n; i++) {
+        pid_t pg;
+        if (wrk_proc_pgid(pm[i].pid, &pg) != RC_OK)
+            continue; /* gone, or a pid of another PID namespace */
+        gm[k].pgid = pg;
+        gm[k].bytes = pm[i].bytes;
+        k++;
+    }
+    if (k > 0)
+        wrk_launcher_note_gpu_mem(a->launcher, gm, k);
+}
+
 static void heartbeat(struct agent *a)
 {
     json_t *body, *resp = NULL;
@@ -1047,7 +1071,7 @@ int wrk_agent_run(const struct wrk_config *cfg)
     struct wrk_launcher_cb cb;
     struct wrk_shipper_opts so;
     int ret = 1, joined, rc;
-    int64_t next_hb, drain_deadline = 0;
+    int64_t next_hb, next_mem = 0, drain_deadline = 0;
 
     memset(a, 0, sizeof(*a));
     a->cfg = cfg;
@@ -1161,6 +1185,10 @@ int wrk_agent_run(const struct wrk_config *cfg)
             next_hb = now + a->hb_ms;
         }
         drain_queue(a);
+        if (now >= next_mem && wrk_launcher_count(a->launcher) > 0) {
+            sample_gpu_mem(a);
+            next_mem = now + GPU_MEM_SAMPLE_MS;
+        }
         if (wrk_launcher_generation(a->launcher) != a->saved_gen)
             save_state(a);
         if (cfg->isolate_network && wrk_launcher_generation(a->launcher) != a->swept_gen) {
