@@ -88,6 +88,11 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
     char id[24], cpus[24], mem[24], site[24];
     const json_t *gpus = json_object_get(body, "gpus"), *g;
     char *labels = dump(json_object_get(body, "labels"));
+    /* Replaced at every register like the GPUs: what a worker no longer
+     * reports is unknown now, not what an older worker once said. */
+    char *caps = dump(json_object_get(body, "capabilities"));
+    char *ic = dump(json_object_get(body, "interconnect"));
+    char *probe = dump(json_object_get(body, "nccl_probe"));
     const char *host = json_string_value(json_object_get(body, "hostname"));
     const char *ver = json_string_value(json_object_get(body, "version"));
     PGresult *r;
@@ -105,16 +110,24 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
                            cpus,
                            mem,
                            ver ? ver : "",
-                           site_id > 0 ? db_i64(site_id, site, sizeof(site)) : NULL};
+                           site_id > 0 ? db_i64(site_id, site, sizeof(site)) : NULL,
+                           caps ? caps : "{}",
+                           ic ? ic : "{}",
+                           probe};
         r = db_exec(c,
                     "UPDATE nodes n SET hostname = $2, addr = $3, labels = coalesce($4::jsonb, "
                     "n.labels), cpus = $5, memory_mb = $6, version = $7, last_seen_at = now(), "
                     "generation = n.generation + 1, site_id = coalesce($8::bigint, n.site_id), "
-                    "state = CASE WHEN n.admin_drained THEN 'draining' ELSE 'ready' END "
-                    "FROM nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state, n.state",
-                    8, p);
+                    "state = CASE WHEN n.admin_drained THEN 'draining' ELSE 'ready' END, "
+                    "capabilities = $9::jsonb, interconnect = $10::jsonb, nccl_probe = "
+                    "nullif($11::jsonb, 'null'::jsonb) FROM nodes o WHERE n.id = $1 AND o.id = "
+                    "n.id RETURNING o.state, n.state",
+                    11, p);
     }
     free(labels);
+    free(caps);
+    free(ic);
+    free(probe);
     rc = node_states(r, old_state, new_state, state_size, req_id);
     if (rc == RC_OK) {
         const char *p[] = {id};
