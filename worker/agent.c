@@ -744,12 +744,25 @@ static enum rc check_paths(struct agent *a, const struct wrk_assignment *as, cha
 
 /* ---- --isolate-network (netns.h) ---- */
 
-/* Give every rank key=val unless the job's env sets key. */
+/*
+ * Give every rank key=val unless the job's own env sets key. A value the
+ * server derived (nccl_env) is replaced: it names a host interface the
+ * namespace does not have.
+ */
 static enum rc env_default(struct wrk_assignment *as, const char *key, const char *val)
 {
-    for (size_t i = 0; i < as->nenv; i++)
-        if (strcmp(as->env_keys[i], key) == 0)
+    for (size_t i = 0; i < as->nenv; i++) {
+        char *v;
+        if (strcmp(as->env_keys[i], key) != 0)
+            continue;
+        if (i < as->nenv_job)
             return RC_OK;
+        if ((v = strdup(val)) == NULL)
+            return RC_ENOMEM;
+        free(as->env_vals[i]);
+        as->env_vals[i] = v;
+        return RC_OK;
+    }
     if (as->nenv >= WRK_MAX_ENV)
         return RC_OK; /* a full table is the job's own choice of variables */
     as->env_keys[as->nenv] = strdup(key);
