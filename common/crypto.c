@@ -152,6 +152,20 @@ enum rc crypto_password_verify(const char *password, const char *stored)
     return same ? RC_OK : RC_EAUTH;
 }
 
+void crypto_wipe(void *p, size_t n)
+{
+    if (p != NULL && n > 0)
+        OPENSSL_cleanse(p, n);
+}
+
+void crypto_free_secret(char *s)
+{
+    if (s == NULL)
+        return;
+    crypto_wipe(s, strlen(s));
+    free(s);
+}
+
 int crypto_str_equal(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);

@@ -56,4 +56,14 @@ void crypto_hex(const unsigned char *in, size_t n, char *out);
 /* Constant-time equality of two NUL-terminated strings (length leaks only). */
 int crypto_str_equal(const char *a, const char *b);
 
+/*
+ * Overwrite the n bytes at p with zeros (OPENSSL_cleanse). Unlike a memset,
+ * the compiler cannot drop it as a dead store when the memory is freed or
+ * goes out of scope next, which is exactly when secrets are wiped.
+ */
+void crypto_wipe(void *p, size_t n);
+
+/* Wipe the NUL-terminated secret s (taken; may be NULL) and free it. */
+void crypto_free_secret(char *s);
+
 #endif

@@ -13,7 +13,10 @@ want=(build-essential clang cmake pkg-config make
       postgresql python3 clang-format curl ca-certificates)
 case "${1:-build}" in
   # The browser tests (tests/web) drive Chromium with playwright-core from npm.
-  test) want+=(python3-torch iproute2 nftables chromium fonts-noto-cjk nodejs npm) ;;
+  # The example training scripts (tests/integration/test_examples.py) learn
+  # real data that packages ship: sklearn's digits and fortunes-zh's text.
+  test) want+=(python3-torch python3-torchvision python3-sklearn python3-pil fortunes-zh
+               iproute2 nftables chromium fonts-noto-cjk nodejs npm) ;;
   bench) want+=(python3-torch wrk nginx-light slurmctld slurmd slurm-client munge) ;;
 esac
 

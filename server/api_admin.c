@@ -9,6 +9,7 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
+#include "audit_target.h"
 #include "crypto.h"
 #include "db.h"
 #include "db_audit.h"
@@ -43,13 +44,14 @@ static enum rc opt_role(struct srv_req *req, const char **role)
     return rc;
 }
 
-static enum rc audit_target(struct srv_req *req, const char *action, const char *kind,
-                            const json_t *row, json_t *details)
+/* Audit a change of the user or team in row, named by its name (the row's key member). */
+static enum rc audit_named(struct srv_req *req, const char *action, enum audit_target_named kind,
+                           const json_t *row, const char *key, json_t *details)
 {
-    char target[96];
+    char target[AUDIT_TARGET_SIZE];
+    enum rc rc = audit_target_name(kind, json_string_value(json_object_get(row, key)), target);
 
-    snprintf(target, sizeof(target), "%s:%s", kind, json_string_value(json_object_get(row, "id")));
-    return audit_append_req(req, action, target, "success", details);
+    return rc == RC_OK ? audit_append_req(req, action, target, "success", details) : rc;
 }
 
 enum rc api_user_create(struct srv_req *req)
@@ -83,7 +85,7 @@ enum rc api_user_create(struct srv_req *req)
     rc = db_user_create(req->db, username, display, role, pwhash, &row, req->req_id);
     if (rc == RC_OK) {
         d = json_pack("{s:s,s:s}", "username", username, "role", role);
-        rc = audit_target(req, "user.create", "user", row, d);
+        rc = audit_named(req, "user.create", AUDIT_TARGET_USER, row, "username", d);
         json_decref(d);
     }
     rc = api_end(req, rc);
@@ -176,7 +178,7 @@ enum rc api_user_update(struct srv_req *req)
             json_object_set_new(d, "password_changed", json_true());
         if (disabled >= 0)
             json_object_set_new(d, "disabled", json_boolean(disabled));
-        rc = audit_target(req, "user.update", "user", row, d);
+        rc = audit_named(req, "user.update", AUDIT_TARGET_USER, row, "username", d);
         json_decref(d);
     }
     rc = api_end(req, rc);
@@ -235,7 +237,7 @@ enum rc api_team_create(struct srv_req *req)
     if (rc == RC_OK) {
         d = json_pack("{s:s,s:O,s:O}", "name", name, "gpu_quota", json_object_get(row, "gpu_quota"),
                       "priority_weight", json_object_get(row, "priority_weight"));
-        rc = audit_target(req, "team.create", "team", row, d);
+        rc = audit_named(req, "team.create", AUDIT_TARGET_TEAM, row, "name", d);
         json_decref(d);
     }
     rc = api_end(req, rc);
@@ -311,7 +313,7 @@ enum rc api_team_update(struct srv_req *req)
     if (rc == RC_OK)
         rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     if (rc == RC_OK)
-        rc = audit_target(req, "team.update", "team", row, req->body);
+        rc = audit_named(req, "team.update", AUDIT_TARGET_TEAM, row, "name", req->body);
     rc = api_end(req, rc);
     if (rc != RC_OK) {
         json_decref(row);
@@ -341,8 +343,7 @@ enum rc api_team_members(struct srv_req *req)
 static enum rc member_change(struct srv_req *req, int add)
 {
     int64_t team, user;
-    char target[64];
-    json_t *d;
+    json_t *d, *row = NULL;
     enum rc rc;
 
     if ((rc = api_param_id(req, 0, &team, "team")) != RC_OK ||
@@ -351,13 +352,15 @@ static enum rc member_change(struct srv_req *req, int add)
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = db_membership_set(req->db, team, user, add, req->req_id);
+    if (rc == RC_OK) /* the team exists: the membership names it */
+        rc = db_team_get(req->db, team, &row, req->req_id);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "team:%lld", (long long)team);
         d = json_pack("{s:I}", "user_id", (json_int_t)user);
-        rc = audit_append_req(req, add ? "team.member_add" : "team.member_remove", target,
-                              "success", d);
+        rc = audit_named(req, add ? "team.member_add" : "team.member_remove", AUDIT_TARGET_TEAM,
+                         row, "name", d);
         json_decref(d);
     }
+    json_decref(row);
     rc = api_end(req, rc);
     if (rc == RC_ENOTFOUND)
         return srv_fail(req, rc, "", add ? "no such team or user" : "no such membership");

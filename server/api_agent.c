@@ -15,6 +15,7 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
+#include "audit_target.h"
 #include "crypto.h"
 #include "db.h"
 #include "db_agent.h"
@@ -111,13 +112,14 @@ static void node_actor(struct srv_req *req, char *out, size_t n)
 static enum rc audit_node_state(struct srv_req *req, const char *from, const char *to,
                                 const char *why)
 {
-    char target[96];
+    char target[AUDIT_TARGET_SIZE];
     json_t *d;
     enum rc rc;
 
     if (strcmp(from, to) == 0)
         return RC_OK;
-    snprintf(target, sizeof(target), "node:%s", req->who.node_name);
+    if ((rc = audit_target_name(AUDIT_TARGET_NODE, req->who.node_name, target)) != RC_OK)
+        return rc;
     d = json_pack("{s:s,s:s,s:s}", "from", from, "to", to, "reason", why);
     rc = audit_append_req(req, "node.state", target, "success", d);
     json_decref(d);
@@ -129,7 +131,7 @@ enum rc api_join_token_create(struct srv_req *req)
     static const char *const allowed[] = {"ttl_s", "uses", NULL};
     int64_t ttl = 86400, uses = 1;
     int has;
-    char tok[80], h[CRYPTO_SHA256_HEX_LEN + 1], target[48];
+    char tok[80], h[CRYPTO_SHA256_HEX_LEN + 1], target[AUDIT_TARGET_SIZE];
     json_t *row = NULL, *d;
     enum rc rc;
 
@@ -144,9 +146,10 @@ enum rc api_join_token_create(struct srv_req *req)
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = db_join_token_create(req->db, req->who.user_id, ttl, uses, h, &row, req->req_id);
+    if (rc == RC_OK)
+        rc = audit_target_id_text(AUDIT_TARGET_JOIN_TOKEN,
+                                  json_string_value(json_object_get(row, "id")), target);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "join_token:%s",
-                 json_string_value(json_object_get(row, "id")));
         d = json_pack("{s:I,s:I}", "ttl_s", (json_int_t)ttl, "uses", (json_int_t)uses);
         rc = audit_append_req(req, "node.join_token.create", target, "success", d);
         json_decref(d);
@@ -163,7 +166,8 @@ enum rc api_agent_join(struct srv_req *req)
 {
     static const char *const allowed[] = {"join_token", "name", "hostname", "addr", "labels", NULL};
     const char *token, *name, *host, *addr;
-    char h[CRYPTO_SHA256_HEX_LEN + 1], cred[80], ch[CRYPTO_SHA256_HEX_LEN + 1], target[96], id[24];
+    char h[CRYPTO_SHA256_HEX_LEN + 1], cred[80], ch[CRYPTO_SHA256_HEX_LEN + 1],
+        target[AUDIT_TARGET_SIZE], id[24];
     char *labels = NULL;
     int64_t node_id = 0;
     enum rc rc;
@@ -189,7 +193,8 @@ enum rc api_agent_join(struct srv_req *req)
     if (addr == NULL || addr[0] == '\0')
         addr = req->client_addr;
     crypto_sha256_hex(token, strlen(token), h);
-    snprintf(target, sizeof(target), "node:%s", name);
+    if (audit_target_name(AUDIT_TARGET_NODE, name, target) != RC_OK) /* valid_name() holds */
+        return RC_EINTERNAL;
     if (crypto_random_token("tyn_", 32, cred, sizeof(cred)) != RC_OK)
         return RC_EINTERNAL;
     crypto_sha256_hex(cred, strlen(cred), ch);
@@ -306,14 +311,15 @@ static json_t *register_details(const json_t *body, const char *addr)
  */
 static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
 {
-    char actor[96], why[160], target[96];
+    char actor[96], why[160], target[AUDIT_TARGET_SIZE];
     size_t i;
     json_t *a, *d;
-    enum rc rc = RC_OK;
+    enum rc rc;
 
     node_actor(req, actor, sizeof(actor));
     snprintf(why, sizeof(why), "node %s lost its ranks (worker restarted)", req->who.node_name);
-    snprintf(target, sizeof(target), "node:%s", req->who.node_name);
+    if ((rc = audit_target_name(AUDIT_TARGET_NODE, req->who.node_name, target)) != RC_OK)
+        return rc;
     d = json_pack("{s:O,s:s}", "attempts", lost, "reason", "worker restarted; ranks gone");
     rc = audit_append_req(req, "node.ranks_lost", target, "success", d);
     json_decref(d);
@@ -356,10 +362,11 @@ static enum rc register_body(struct srv_req *req, void *arg)
     if (rc == RC_OK)
         rc = audit_node_state(req, old, new_state, "worker registered");
     if (rc == RC_OK) {
-        char target[96];
+        char target[AUDIT_TARGET_SIZE];
         json_t *d = register_details(req->body, x->addr);
-        snprintf(target, sizeof(target), "node:%s", req->who.node_name);
-        rc = audit_append_req(req, "node.register", target, "success", d);
+        rc = audit_target_name(AUDIT_TARGET_NODE, req->who.node_name, target);
+        if (rc == RC_OK)
+            rc = audit_append_req(req, "node.register", target, "success", d);
         json_decref(d);
     }
     if (rc == RC_OK)
@@ -759,11 +766,12 @@ enum rc api_agent_output(struct srv_req *req)
         rc = checkpoints_refused_audit(req, &info, refused);
     json_array_foreach(good, i, c)
     {
-        char target[48];
+        char target[AUDIT_TARGET_SIZE];
         json_t *d =
             json_pack("{s:I,s:O,s:i}", "step", json_integer_value(json_object_get(c, "step")),
                       "path", json_object_get(c, "path"), "attempt", info.attempt);
-        snprintf(target, sizeof(target), "job:%lld", (long long)info.job_id);
+        if (rc == RC_OK)
+            rc = audit_target_id(AUDIT_TARGET_JOB, info.job_id, target);
         if (rc == RC_OK)
             rc = audit_append_req(req, "job.checkpoint", target, "success", d);
         json_decref(d);
@@ -841,7 +849,7 @@ static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int at
                                      const char *stage, const char *reason, const char *path,
                                      const char *why)
 {
-    char target[48];
+    char target[AUDIT_TARGET_SIZE];
     json_t *d = json_pack("{s:s,s:s,s:i,s:s}", "stage", stage, "node", req->who.node_name,
                           "attempt", attempt, "reason", reason);
     enum rc rc;
@@ -850,8 +858,9 @@ static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int at
         json_decref(d);
         return RC_ENOMEM;
     }
-    snprintf(target, sizeof(target), "job:%lld", (long long)job_id);
-    rc = audit_append_req(req, "policy.violation", target, "denied", d);
+    rc = audit_target_id(AUDIT_TARGET_JOB, job_id, target);
+    if (rc == RC_OK)
+        rc = audit_append_req(req, "policy.violation", target, "denied", d);
     json_decref(d);
     if (rc == RC_OK)
         rc = webhooks_enqueue(req->db, job_id, "policy.violation", why, req->req_id);
@@ -1015,7 +1024,7 @@ enum rc api_agent_exit(struct srv_req *req)
 static enum rc node_state_change(struct srv_req *req, const char *to)
 {
     int64_t id;
-    char old[16], target[48];
+    char old[16], name[64], target[AUDIT_TARGET_SIZE];
     json_t *d;
     enum rc rc;
 
@@ -1023,13 +1032,15 @@ static enum rc node_state_change(struct srv_req *req, const char *to)
         return rc;
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
-    rc = db_node_set_state(req->db, id, to, old, sizeof(old), req->req_id);
+    rc = db_node_set_state(req->db, id, to, old, sizeof(old), name, sizeof(name), req->req_id);
     if (rc == RC_OK && strcmp(old, "down") == 0 && strcmp(to, "ready") == 0)
         rc = srv_fail(req, RC_ECONFLICT, "",
                       "the node is down; it becomes ready when its worker "
                       "reports again");
+    /* Named like every other event of the node, not by the id in the URL. */
+    if (rc == RC_OK)
+        rc = audit_target_name(AUDIT_TARGET_NODE, name, target);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "node:%lld", (long long)id);
         d = json_pack("{s:s,s:s}", "from", old, "to", to);
         rc = audit_append_req(req, strcmp(to, "draining") == 0 ? "node.drain" : "node.undrain",
                               target, "success", d);

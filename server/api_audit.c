@@ -692,8 +692,8 @@ enum rc api_audit_export(struct srv_req *req)
         goto out;
     }
     /* Recorded before the snapshot, in its own transaction (docs/audit-export.md). */
-    if ((rc = audit_append_alone(req, "audit.export", "", "success", details)) != RC_OK ||
-        (rc = export_start(req, x, &range)) != RC_OK)
+    rc = audit_append_alone(req, "audit.export", AUDIT_TARGET_NONE, "success", details);
+    if (rc != RC_OK || (rc = export_start(req, x, &range)) != RC_OK)
         goto out;
     rc = srv_reply_stream(req, csv ? "text/csv" : "application/x-ndjson", export_read, x,
                           export_free);

@@ -12,6 +12,7 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
+#include "audit_target.h"
 #include "crypto.h"
 #include "db.h"
 #include "db_audit.h"
@@ -26,11 +27,14 @@ static const char dummy_hash[] =
 static enum rc login_refused(struct srv_req *req, const char *username, const char *why, enum rc rc,
                              const char *msg)
 {
-    char target[96];
+    char target[AUDIT_TARGET_SIZE];
     json_t *details = json_pack("{s:s}", "reason", why);
     enum rc arc;
 
-    snprintf(target, sizeof(target), "user:%s", username);
+    /* A username no user can have is not a target: it is kept as typed in
+     * the details instead, so that it cannot pose as another target. */
+    if (audit_target_name(AUDIT_TARGET_USER, username, target) != RC_OK && details != NULL)
+        json_object_set_new(details, "username", json_string(username));
     arc = audit_append_alone(req, "auth.login", target, rc == RC_ERATE ? "denied" : "failure",
                              details);
     json_decref(details);
@@ -45,7 +49,7 @@ enum rc api_login(struct srv_req *req)
     struct ratelimit *rl = req->app->login_limit, *al = req->app->addr_limit;
     const char *username, *password;
     char ukey[128], akey[96], pwhash[CRYPTO_PWHASH_MAX], sid[64], csrf[64],
-        sid_hash[CRYPTO_SHA256_HEX_LEN + 1], cookie[256], target[96];
+        sid_hash[CRYPTO_SHA256_HEX_LEN + 1], cookie[256], target[AUDIT_TARGET_SIZE], id[24];
     int64_t user_id = 0, now = srv_now_ms();
     enum srv_role role = SRV_ROLE_NONE;
     int disabled = 0;
@@ -90,8 +94,8 @@ enum rc api_login(struct srv_req *req)
     snprintf(req->who.username, sizeof(req->who.username), "%s", username);
     req->who.authenticated = 1;
     req->who.user_id = user_id;
-    snprintf(target, sizeof(target), "user:%s", username);
-    if ((rc = api_begin(req)) != RC_OK)
+    if ((rc = audit_target_name(AUDIT_TARGET_USER, username, target)) != RC_OK ||
+        (rc = api_begin(req)) != RC_OK)
         return rc;
     rc = auth_session_create(req->db, user_id, sid_hash, csrf, req->app->cfg->session_ttl_s,
                              req->req_id);
@@ -107,22 +111,22 @@ enum rc api_login(struct srv_req *req)
         return RC_ENOMEM;
     return srv_reply(req, 200,
                      json_pack("{s:{s:s,s:s,s:s},s:s,s:i}", "user", "id",
-                               api_i64(user_id, target, sizeof(target)), "username", username,
-                               "role", auth_role_name(role), "csrf_token", csrf, "expires_in_s",
+                               api_i64(user_id, id, sizeof(id)), "username", username, "role",
+                               auth_role_name(role), "csrf_token", csrf, "expires_in_s",
                                req->app->cfg->session_ttl_s));
 }
 
 enum rc api_logout(struct srv_req *req)
 {
-    char target[96];
+    char target[AUDIT_TARGET_SIZE];
     enum rc rc;
 
     if (!req->who.via_cookie)
         return srv_fail(req, RC_EINVAL, "",
                         "logout ends a browser session; revoke API tokens "
                         "with DELETE /api/v1/tokens/{id}");
-    snprintf(target, sizeof(target), "user:%s", req->who.username);
-    if ((rc = api_begin(req)) != RC_OK)
+    if ((rc = audit_target_name(AUDIT_TARGET_USER, req->who.username, target)) != RC_OK ||
+        (rc = api_begin(req)) != RC_OK)
         return rc;
     rc = auth_session_delete(req->db, req->who.session_hash, req->req_id);
     if (rc == RC_OK)
@@ -156,7 +160,7 @@ enum rc api_token_create(struct srv_req *req)
     const char *name;
     int64_t expires = 0;
     int has_exp;
-    char tok[80], h[CRYPTO_SHA256_HEX_LEN + 1], target[48];
+    char tok[80], h[CRYPTO_SHA256_HEX_LEN + 1], target[AUDIT_TARGET_SIZE];
     json_t *row = NULL;
     enum rc rc;
 
@@ -176,8 +180,10 @@ enum rc api_token_create(struct srv_req *req)
     if (rc == RC_OK) {
         json_t *d =
             json_pack("{s:s,s:O}", "name", name, "expires_at", json_object_get(row, "expires_at"));
-        snprintf(target, sizeof(target), "token:%s", json_string_value(json_object_get(row, "id")));
-        rc = audit_append_req(req, "token.create", target, "success", d);
+        rc = audit_target_id_text(AUDIT_TARGET_TOKEN, json_string_value(json_object_get(row, "id")),
+                                  target);
+        if (rc == RC_OK)
+            rc = audit_append_req(req, "token.create", target, "success", d);
         json_decref(d);
     }
     if ((rc = api_end(req, rc)) != RC_OK) {
@@ -210,19 +216,18 @@ enum rc api_token_list(struct srv_req *req)
 enum rc api_token_revoke(struct srv_req *req)
 {
     int64_t id;
-    char target[48];
+    char target[AUDIT_TARGET_SIZE];
     enum rc rc;
 
-    if ((rc = api_param_id(req, 0, &id, "token")) != RC_OK)
+    if ((rc = api_param_id(req, 0, &id, "token")) != RC_OK ||
+        (rc = audit_target_id(AUDIT_TARGET_TOKEN, id, target)) != RC_OK)
         return rc;
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = db_token_revoke(req->db, id, req->who.role == SRV_ROLE_ADMIN ? 0 : req->who.user_id,
                          req->req_id);
-    if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "token:%lld", (long long)id);
+    if (rc == RC_OK)
         rc = audit_append_req(req, "token.revoke", target, "success", NULL);
-    }
     rc = api_end(req, rc);
     if (rc == RC_OK)
         auth_forget_all(req->app);

@@ -27,6 +27,7 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
+#include "audit_target.h"
 #include "config.h"
 #include "crypto.h"
 #include "db.h"
@@ -103,13 +104,13 @@ static enum rc job_real_dir(struct srv_req *req, int64_t job_id, const struct db
 static enum rc audit_violation(struct srv_req *req, int64_t job_id, const char *what,
                                const char *path)
 {
-    char target[48];
+    char target[AUDIT_TARGET_SIZE];
     json_t *d = json_pack("{s:s,s:s,s:s}", "what", what, "path", path ? path : "", "reason",
                           req->err.message);
-    enum rc rc;
+    enum rc rc = audit_target_id(AUDIT_TARGET_JOB, job_id, target);
 
-    snprintf(target, sizeof(target), "job:%lld", (long long)job_id);
-    rc = audit_append_alone(req, "policy.violation", target, "denied", d);
+    if (rc == RC_OK)
+        rc = audit_append_alone(req, "policy.violation", target, "denied", d);
     json_decref(d);
     return rc == RC_OK ? RC_EPOLICY : rc;
 }
@@ -193,16 +194,17 @@ static enum rc reply_row(struct srv_req *req, int status, int64_t id, const char
 static enum rc approve_by_system(struct srv_req *req, int64_t id, int64_t job_id,
                                  const char *classification, const char *hash)
 {
-    char expires[40], target[48];
+    char expires[40], target[AUDIT_TARGET_SIZE];
     struct audit_event ev;
     json_t *d;
     enum rc rc =
         db_export_approve(req->db, id, 0, "approved automatically", hash,
                           req->app->cfg->export_link_ttl_s, expires, sizeof(expires), req->req_id);
 
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_EXPORT, id, target);
     if (rc != RC_OK)
         return rc;
-    snprintf(target, sizeof(target), "export:%lld", (long long)id);
     d = json_pack("{s:I,s:s,s:s,s:s}", "job_id", (json_int_t)job_id, "classification",
                   classification, "rule", "public and internal jobs need no approval",
                   "link_expires_at", expires);
@@ -216,7 +218,8 @@ enum rc api_export_create(struct srv_req *req)
 {
     static const char *const allowed[] = {"path", "reason", NULL};
     struct db_export_job job;
-    char real[PATHPOL_BUF_SIZE], token[96], hash[CRYPTO_SHA256_HEX_LEN + 1], target[48];
+    char real[PATHPOL_BUF_SIZE], token[96], hash[CRYPTO_SHA256_HEX_LEN + 1],
+        target[AUDIT_TARGET_SIZE];
     const char *path, *reason;
     const char *tok = NULL;
     json_t *d = NULL;
@@ -257,8 +260,9 @@ enum rc api_export_create(struct srv_req *req)
         goto out;
     rc = db_export_insert(req->db, job_id, path, reason, job.classification, req->who.user_id, &id,
                           req->req_id);
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_EXPORT, id, target);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "export:%lld", (long long)id);
         d = json_pack("{s:I,s:s,s:s,s:s,s:I}", "job_id", (json_int_t)job_id, "path", path, "reason",
                       reason, "classification", job.classification, "size", (json_int_t)size);
         rc = audit_append_req(req, "export.request", target, "success", d);
@@ -371,7 +375,7 @@ static json_t *decision_details(const struct db_export_brief *b, const char *not
 enum rc api_export_approve(struct srv_req *req)
 {
     struct db_export_brief b;
-    char token[96], hash[CRYPTO_SHA256_HEX_LEN + 1], target[48], expires[40];
+    char token[96], hash[CRYPTO_SHA256_HEX_LEN + 1], target[AUDIT_TARGET_SIZE], expires[40];
     const char *note;
     json_t *d = NULL;
     int64_t id;
@@ -380,9 +384,9 @@ enum rc api_export_approve(struct srv_req *req)
     if ((rc = decision_body(req, &note)) != RC_OK ||
         (rc = api_param_id(req, 0, &id, "export request")) != RC_OK)
         return rc;
-    if ((rc = new_link(token, sizeof(token), hash)) != RC_OK)
+    if ((rc = new_link(token, sizeof(token), hash)) != RC_OK ||
+        (rc = audit_target_id(AUDIT_TARGET_EXPORT, id, target)) != RC_OK)
         return rc;
-    snprintf(target, sizeof(target), "export:%lld", (long long)id);
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = lock_pending(req, id, &b);
@@ -417,16 +421,16 @@ enum rc api_export_approve(struct srv_req *req)
 enum rc api_export_deny(struct srv_req *req)
 {
     struct db_export_brief b;
-    char target[48];
+    char target[AUDIT_TARGET_SIZE];
     const char *note;
     json_t *d = NULL;
     int64_t id;
     enum rc rc;
 
     if ((rc = decision_body(req, &note)) != RC_OK ||
-        (rc = api_param_id(req, 0, &id, "export request")) != RC_OK)
+        (rc = api_param_id(req, 0, &id, "export request")) != RC_OK ||
+        (rc = audit_target_id(AUDIT_TARGET_EXPORT, id, target)) != RC_OK)
         return rc;
-    snprintf(target, sizeof(target), "export:%lld", (long long)id);
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     /* Denying one's own request is allowed: it only withdraws it. */
@@ -464,7 +468,7 @@ static int token_shaped(const char *s)
 static enum rc link_refused(struct srv_req *req, enum rc rc, const struct db_export_brief *b,
                             int newly_expired)
 {
-    char target[48];
+    char target[AUDIT_TARGET_SIZE];
     struct audit_event ev;
     json_t *d = NULL;
     int used = strcmp(b->state, "downloaded") == 0;
@@ -473,7 +477,8 @@ static enum rc link_refused(struct srv_req *req, enum rc rc, const struct db_exp
         api_end(req, rc);
         return rc == RC_ENOTFOUND ? srv_fail(req, rc, "", "no such download link") : rc;
     }
-    snprintf(target, sizeof(target), "export:%lld", (long long)b->id);
+    if ((rc = audit_target_id(AUDIT_TARGET_EXPORT, b->id, target)) != RC_OK)
+        return api_end(req, rc);
     if (newly_expired) {
         d = json_pack("{s:I,s:s}", "job_id", (json_int_t)b->job_id, "path", b->path);
         ev = (struct audit_event){"system", "", "export.expire", target, "success", d};
@@ -497,7 +502,7 @@ enum rc api_export_download(struct srv_req *req)
 {
     struct db_export_brief b;
     struct db_export_job job = {0};
-    char hash[CRYPTO_SHA256_HEX_LEN + 1], real[PATHPOL_BUF_SIZE], target[48];
+    char hash[CRYPTO_SHA256_HEX_LEN + 1], real[PATHPOL_BUF_SIZE], target[AUDIT_TARGET_SIZE];
     const char *token = req->nparams > 0 ? req->params[0] : "";
     json_t *d = NULL;
     uint64_t size = 0;
@@ -527,11 +532,12 @@ enum rc api_export_download(struct srv_req *req)
             rc = srv_fail(req, rc, "", "the exported file no longer exists");
         goto out;
     }
-    snprintf(target, sizeof(target), "export:%lld", (long long)b.id);
     d = json_pack("{s:I,s:s,s:s,s:s,s:I}", "job_id", (json_int_t)b.job_id, "path", b.path,
                   "classification", b.classification, "requested_by", b.requester, "size",
                   (json_int_t)size);
-    rc = audit_append_req(req, "export.download", target, "success", d);
+    rc = audit_target_id(AUDIT_TARGET_EXPORT, b.id, target);
+    if (rc == RC_OK)
+        rc = audit_append_req(req, "export.download", target, "success", d);
     if ((rc = api_end(req, rc)) != RC_OK)
         goto out;
     rc = srv_reply_file(req, fd, size, base_name(b.path));

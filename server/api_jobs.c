@@ -12,6 +12,7 @@
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
+#include "audit_target.h"
 #include "cache.h"
 #include "db.h"
 #include "db_agent.h"
@@ -22,6 +23,8 @@
 #include "jobs_hooks.h"
 #include "jobspec.h"
 #include "notify.h"
+#include "templates.h"
+#include "tpl_expand.h"
 #include "waiters.h"
 
 static enum rc job_visible(struct srv_req *req, int64_t team_id)
@@ -36,19 +39,56 @@ static enum rc job_visible(struct srv_req *req, int64_t team_id)
     return rc;
 }
 
+/*
+ * A submit by template (tpl_expand.h): the body made into a full job spec
+ * (*out new) from the named template of the set loaded at start. An unknown
+ * template is a 400 naming "template", a bad parameter one naming
+ * "params.<name>".
+ */
+static enum rc expand_template(struct srv_req *req, json_t **out)
+{
+    const json_t *id = json_object_get(req->body, "template");
+    const char *s = json_string_value(id);
+    json_t *tpl = NULL;
+    enum rc rc;
+
+    *out = NULL;
+    if (!json_is_string(id))
+        return srv_fail(req, RC_EINVAL, "template", "template must be a template id (a string)");
+    /* Template ids are short slugs; anything else cannot name one and is not
+     * echoed back. */
+    if (json_string_length(id) == 0 || json_string_length(id) > 64 ||
+        strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") != json_string_length(id))
+        return srv_fail(req, RC_EINVAL, "template", "no such template");
+    rc = tpl_set_get(req->app->templates, s, &tpl);
+    if (rc == RC_ENOTFOUND)
+        return srv_fail(req, RC_EINVAL, "template", "no template named \"%s\"", s);
+    if (rc != RC_OK)
+        return rc;
+    rc = tpl_expand(tpl, req->body, out, &req->err);
+    json_decref(tpl);
+    return rc;
+}
+
 enum rc api_job_submit(struct srv_req *req)
 {
     struct jobspec *spec = NULL;
     struct db_job_compliance comp = {0};
-    json_t *spec_json = NULL, *row = NULL, *d = NULL;
+    json_t *spec_json = NULL, *row = NULL, *d = NULL, *expanded = NULL;
     int64_t team_id = 0;
     int member = 1;
-    char actor[96], target[48];
+    char actor[96], target[AUDIT_TARGET_SIZE];
     enum rc rc;
 
     if (req->body == NULL)
         return srv_fail(req, RC_EINVAL, "", "the body must be a job spec (a JSON object)");
-    rc = jobspec_parse(req->body, &spec, &req->err);
+    /* With "template" and no "command" the template makes the command; a
+     * spec with a command (a template's "job", a clone of a stored job) is
+     * taken as it is, its "template" and "params" kept as the record. */
+    if (tpl_expand_wanted(req->body) && (rc = expand_template(req, &expanded)) != RC_OK)
+        return rc;
+    rc = jobspec_parse(expanded ? expanded : req->body, &spec, &req->err);
+    json_decref(expanded);
     if (rc != RC_OK)
         return rc;
     rc = db_team_id(req->db, spec->team, &team_id, req->req_id);
@@ -81,8 +121,10 @@ enum rc api_job_submit(struct srv_req *req)
      * the audit event, which takes the chain's lock until COMMIT. */
     if (rc == RC_OK)
         rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
+    if (rc == RC_OK)
+        rc = audit_target_id_text(AUDIT_TARGET_JOB, json_string_value(json_object_get(row, "id")),
+                                  target);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "job:%s", json_string_value(json_object_get(row, "id")));
         d = json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}", "name", spec->name, "team", spec->team, "gpus",
                       spec->gpus, "priority", jobspec_prio_str(spec->priority), "site", spec->site,
                       "classification", comp.classification);
@@ -221,7 +263,7 @@ static enum rc cancel_body(struct srv_req *req, void *arg)
 {
     struct cancel_tx *x = arg;
     int64_t team_id;
-    char state[16], target[48];
+    char state[16], target[AUDIT_TARGET_SIZE];
     enum rc rc;
 
     json_decref(x->nodes);
@@ -229,10 +271,10 @@ static enum rc cancel_body(struct srv_req *req, void *arg)
     rc = load_visible(req, &x->id, &team_id, state, sizeof(state), 1);
     if (rc == RC_OK && db_job_state_terminal(state))
         rc = srv_fail(req, RC_ECONFLICT, "", "the job has already ended (%s)", state);
-    if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "job:%lld", (long long)x->id);
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_JOB, x->id, target);
+    if (rc == RC_OK)
         rc = audit_append_req(req, "job.cancel", target, "success", NULL);
-    }
     if (rc == RC_OK)
         rc = jobs_cancel(req, x->id, state);
     /* Nodes still holding the job (it was running): their workers' long-polls

@@ -23,6 +23,7 @@
 
 #include "api.h"
 #include "api_util.h"
+#include "audit_target.h"
 #include "db.h"
 #include "db_audit.h"
 #include "db_auth.h"
@@ -172,13 +173,13 @@ static enum rc param_name(struct srv_req *req, const char *what, int allow_dot, 
     return RC_OK;
 }
 
-static enum rc audit_site(struct srv_req *req, const char *action, const json_t *row,
+static enum rc audit_site(struct srv_req *req, const char *action, const char *name,
                           json_t *details)
 {
-    char target[48];
+    char target[AUDIT_TARGET_SIZE];
+    enum rc rc = audit_target_name(AUDIT_TARGET_SITE, name, target);
 
-    snprintf(target, sizeof(target), "site:%s", json_string_value(json_object_get(row, "id")));
-    return audit_append_req(req, action, target, "success", details);
+    return rc == RC_OK ? audit_append_req(req, action, target, "success", details) : rc;
 }
 
 enum rc api_site_list(struct srv_req *req)
@@ -230,7 +231,7 @@ static enum rc site_write(struct srv_req *req, const char *name, int create)
         d = json_pack("{s:s,s:O,s:O}", "name", name, "storage_roots",
                       json_object_get(row, "storage_roots"), "networks",
                       json_object_get(row, "networks"));
-        rc = d ? audit_site(req, create ? "site.create" : "site.update", row, d) : RC_ENOMEM;
+        rc = d ? audit_site(req, create ? "site.create" : "site.update", name, d) : RC_ENOMEM;
     }
     rc = api_end(req, rc);
     if (create && rc == RC_ECONFLICT)
@@ -278,7 +279,6 @@ enum rc api_site_update(struct srv_req *req)
 enum rc api_site_delete(struct srv_req *req)
 {
     const char *name, *used_by = "";
-    char target[48];
     int64_t id = 0;
     json_t *d;
     enum rc rc;
@@ -289,9 +289,8 @@ enum rc api_site_delete(struct srv_req *req)
         return rc;
     rc = db_site_delete(req->db, name, &id, &used_by, req->req_id);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "site:%lld", (long long)id);
         d = json_pack("{s:s}", "name", name);
-        rc = audit_append_req(req, "site.delete", target, "success", d);
+        rc = audit_site(req, "site.delete", name, d);
         json_decref(d);
     }
     rc = api_end(req, rc);
@@ -355,7 +354,7 @@ enum rc api_policy_update(struct srv_req *req)
         return rc;
     rc = db_policy_update(req->db, retention, cls, &row, req->req_id);
     if (rc == RC_OK)
-        rc = audit_append_req(req, "policy.update", "policy", "success", req->body);
+        rc = audit_append_req(req, "policy.update", AUDIT_TARGET_POLICY, "success", req->body);
     rc = api_end(req, rc);
     if (rc != RC_OK) {
         json_decref(row);
@@ -442,7 +441,7 @@ static enum rc dataset_uri_ok(struct srv_req *req, const char *name, const char 
 {
     struct db_site site = {0};
     struct err e;
-    char target[96];
+    char target[AUDIT_TARGET_SIZE];
     json_t *ctx;
     enum rc rc = db_site_load(req->db, site_name, &site, req->req_id);
 
@@ -456,7 +455,8 @@ static enum rc dataset_uri_ok(struct srv_req *req, const char *name, const char 
     db_site_cleanup(&site);
     if (rc == RC_OK)
         return RC_OK;
-    snprintf(target, sizeof(target), "dataset:%s", name);
+    if ((rc = audit_target_name(AUDIT_TARGET_DATASET, name, target)) != RC_OK)
+        return rc;
     ctx = json_pack("{s:s,s:s}", "dataset", name, "site", site_name);
     rc = policy_refuse(req, team_id, target, "dataset", "uri", &e, ctx, NULL);
     json_decref(ctx);
@@ -468,7 +468,7 @@ enum rc api_dataset_create(struct srv_req *req)
     static const char *const allowed[] = {"name", "uri",         "site", "classification",
                                           "team", "description", NULL};
     const char *name, *uri, *site, *cls, *team, *desc;
-    char defclass[16], actor[96], target[48];
+    char defclass[16], actor[96], target[AUDIT_TARGET_SIZE];
     int64_t team_id = 0, site_id = 0;
     json_t *row = NULL, *d;
     enum rc rc;
@@ -516,9 +516,9 @@ enum rc api_dataset_create(struct srv_req *req)
         return rc;
     rc = db_dataset_create(req->db, name, uri, site_id, cls, team_id, desc, actor, &row,
                            req->req_id);
+    if (rc == RC_OK)
+        rc = audit_target_name(AUDIT_TARGET_DATASET, name, target);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "dataset:%s",
-                 json_string_value(json_object_get(row, "id")));
         d = json_pack("{s:s,s:s,s:s,s:s,s:s}", "name", name, "uri", uri, "site", site,
                       "classification", cls, "team", team);
         rc = d ? audit_append_req(req, "dataset.create", target, "success", d) : RC_ENOMEM;
@@ -539,7 +539,7 @@ enum rc api_dataset_create(struct srv_req *req)
 enum rc api_dataset_delete(struct srv_req *req)
 {
     const char *name;
-    char target[48];
+    char target[AUDIT_TARGET_SIZE];
     int64_t team_id = 0;
     json_t *row = NULL, *d = NULL;
     enum rc rc;
@@ -558,9 +558,9 @@ enum rc api_dataset_delete(struct srv_req *req)
     if (rc != RC_OK || (rc = api_begin(req)) != RC_OK)
         goto out;
     rc = db_dataset_delete(req->db, name, req->req_id);
+    if (rc == RC_OK)
+        rc = audit_target_name(AUDIT_TARGET_DATASET, name, target);
     if (rc == RC_OK) {
-        snprintf(target, sizeof(target), "dataset:%s",
-                 json_string_value(json_object_get(row, "id")));
         d = json_pack("{s:s,s:O,s:O}", "name", name, "uri", json_object_get(row, "uri"), "team",
                       json_object_get(row, "team"));
         rc = d ? audit_append_req(req, "dataset.delete", target, "success", d) : RC_ENOMEM;

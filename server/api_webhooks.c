@@ -8,6 +8,7 @@
 
 #include "api.h"
 #include "api_util.h"
+#include "audit_target.h"
 #include "crypto.h"
 #include "db.h"
 #include "db_audit.h"
@@ -73,7 +74,7 @@ enum rc api_webhook_create(struct srv_req *req)
     static const char *const allowed[] = {"team",   "job_id", "url", "format",
                                           "events", "secret", NULL};
     const char *team, *job, *url, *format, *secret;
-    char events[256], gen[64], target[48], state[16];
+    char events[256], gen[64], target[AUDIT_TARGET_SIZE], state[16];
     int64_t team_id = 0, job_id = 0;
     json_t *row = NULL;
     enum rc rc;
@@ -123,9 +124,10 @@ enum rc api_webhook_create(struct srv_req *req)
                            req->who.user_id, &row, req->req_id);
     if (rc == RC_OK) {
         json_t *d = json_pack("{s:s,s:s}", "format", format, "events", events);
-        snprintf(target, sizeof(target), "webhook:%s",
-                 json_string_value(json_object_get(row, "id")));
-        rc = audit_append_req(req, "webhook.create", target, "success", d);
+        rc = audit_target_id_text(AUDIT_TARGET_WEBHOOK,
+                                  json_string_value(json_object_get(row, "id")), target);
+        if (rc == RC_OK)
+            rc = audit_append_req(req, "webhook.create", target, "success", d);
         json_decref(d);
     }
     if ((rc = api_end(req, rc)) != RC_OK) {
@@ -168,21 +170,33 @@ static enum rc load_webhook(struct srv_req *req, int64_t *id, int manage)
     return rc;
 }
 
+/*
+ * The delete's transaction (api_tx body). Lock order (db.h): the webhook's
+ * row, then the audit head. A job transition queueing a delivery for this
+ * webhook takes them the other way round (db.h names the exception), so
+ * PostgreSQL may break a deadlock here: api_tx() runs the body again.
+ */
+static enum rc delete_body(struct srv_req *req, void *arg)
+{
+    const int64_t *id = arg;
+    char target[AUDIT_TARGET_SIZE];
+    enum rc rc = db_webhook_delete(req->db, *id, req->req_id);
+
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_WEBHOOK, *id, target);
+    if (rc == RC_OK)
+        rc = audit_append_req(req, "webhook.delete", target, "success", NULL);
+    return rc;
+}
+
 enum rc api_webhook_delete(struct srv_req *req)
 {
     int64_t id;
-    char target[48];
     enum rc rc;
 
     if ((rc = load_webhook(req, &id, 1)) != RC_OK)
         return rc;
-    if ((rc = api_begin(req)) != RC_OK)
-        return rc;
-    rc = db_webhook_delete(req->db, id, req->req_id);
-    snprintf(target, sizeof(target), "webhook:%lld", (long long)id);
-    if (rc == RC_OK)
-        rc = audit_append_req(req, "webhook.delete", target, "success", NULL);
-    if ((rc = api_end(req, rc)) != RC_OK)
+    if ((rc = api_tx(req, delete_body, &id)) != RC_OK)
         return rc;
     return srv_reply(req, 200, json_pack("{s:b}", "deleted", 1));
 }

@@ -182,20 +182,22 @@ enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, i
 }
 
 enum rc db_node_set_state(PGconn *c, int64_t node_id, const char *state, char *old_state,
-                          size_t state_size, const char *req_id)
+                          size_t state_size, char *name, size_t name_size, const char *req_id)
 {
     char id[24];
     const char *p[] = {db_i64(node_id, id, sizeof(id)), state};
     PGresult *r = db_exec(c,
                           "UPDATE nodes n SET state = $2, admin_drained = ($2 = 'draining') FROM "
-                          "nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state",
+                          "nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state, n.name",
                           2, p);
     enum rc rc = db_result_rc(r, req_id);
 
     if (rc == RC_OK && PQntuples(r) != 1)
         rc = RC_ENOTFOUND;
-    if (rc == RC_OK)
+    if (rc == RC_OK) {
         snprintf(old_state, state_size, "%s", PQgetvalue(r, 0, 0));
+        snprintf(name, name_size, "%s", PQgetvalue(r, 0, 1));
+    }
     PQclear(r);
     return rc;
 }
@@ -400,6 +402,12 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg,
         ranks, "work_dir", work_dir, "checkpoint_dir", ckpt, "resume_from", PQgetvalue(r, i, 11),
         "time_limit_s", (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL, 10), "grace_s", 30,
         "nccl_env", nccl_env);
+    /* The job's outputs (TRAINYARD_OUTPUT_DIR): the worker checks and
+     * creates it like checkpoint_dir, which lies below it. */
+    if (a != NULL && json_object_set_new(a, "output_dir", json_string(out_dir)) != 0) {
+        json_decref(a);
+        a = NULL;
+    }
     /* The site's networks: all that ranks of a multi-node attempt may reach
      * under the worker's --isolate-network. */
     if (a != NULL) {

@@ -48,9 +48,11 @@ enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, i
                           const char *req_id) TY_WUR;
 
 /* Set a node's state (admin drain/undrain); RC_ENOTFOUND if missing.
- * old_state receives the state before. */
+ * old_state receives the state before, name the node's name (for its audit
+ * target), both caller's buffers. */
 enum rc db_node_set_state(PGconn *c, int64_t node_id, const char *state, char *old_state,
-                          size_t state_size, const char *req_id) TY_WUR;
+                          size_t state_size, char *name, size_t name_size,
+                          const char *req_id) TY_WUR;
 
 /*
  * Lock order (db.h): lock, in id order, the jobs with an allocation on

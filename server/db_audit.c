@@ -11,6 +11,7 @@
 
 #include "audit_canon.h"
 #include "audit_sign.h"
+#include "audit_target.h"
 #include "db.h"
 #include "log.h"
 #include "srv.h"
@@ -53,6 +54,14 @@ enum rc audit_append(PGconn *conn, const struct audit_event *ev, const char *req
      * write costs. main.c warns at start when built so. */
     return RC_OK;
 #endif
+    /* Targets come from audit_target.h only: one form per kind of object, so
+     * that a filter on one target finds all of an object's events. */
+    if (NEVER(!audit_target_valid(ev->target))) {
+        LOG_ERROR("audit", "refusing an event whose target has no documented form",
+                  "req_id=%s action=%s target=\"%.96s\"", req_id ? req_id : "", ev->action,
+                  ev->target);
+        return RC_EINTERNAL;
+    }
     res = db_exec(conn, "SELECT seq, hash FROM audit_head FOR UPDATE", 0, NULL);
     if ((rc = db_result_rc(res, req_id)) != RC_OK)
         goto out;

@@ -16,6 +16,7 @@
 #include <libpq-fe.h>
 
 #include "audit_canon.h"
+#include "audit_target.h"
 #include "err.h"
 
 struct srv_req;
@@ -24,12 +25,15 @@ struct audit_event {
     const char *actor;   /* borrowed; "user:alice", "system", "node:gpu-1" */
     const char *source;  /* borrowed; client address, "" for internal */
     const char *action;  /* borrowed; "job.submit" */
-    const char *target;  /* borrowed; "job:42" or "" */
+    const char *target;  /* borrowed; built with audit_target.h: "job:42", "node:gpu-1", "" */
     const char *outcome; /* borrowed; "success", "failure", "denied" */
     json_t *details;     /* borrowed; object or NULL */
 };
 
-/* Append ev in the open transaction on conn. */
+/*
+ * Append ev in the open transaction on conn. RC_EINTERNAL, and nothing
+ * written, when ev->target has none of the forms of audit_target_valid().
+ */
 enum rc audit_append(PGconn *conn, const struct audit_event *ev, const char *req_id) TY_WUR;
 
 /* Append with actor and source taken from the request. */

@@ -45,7 +45,12 @@ static enum rc register_in_tx(PGconn *conn, const struct audit_key *key,
     details = json_pack("{s:s,s:s}", "from", rotated_from, "to", audit_key_id(key));
     if (details == NULL)
         return RC_ENOMEM;
-    ev = (struct audit_event){"system", "", "audit.key_rotated", "", "success", details};
+    ev = (struct audit_event){.actor = "system",
+                              .source = "",
+                              .action = "audit.key_rotated",
+                              .target = AUDIT_TARGET_NONE,
+                              .outcome = "success",
+                              .details = details};
     rc = audit_append(conn, &ev, NULL);
     json_decref(details);
     return rc;

@@ -239,7 +239,12 @@ enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, const cha
         rc = RC_ENOMEM;
         goto out;
     }
-    ev = (struct audit_event){actor, source, "audit.retention", "audit:events", "success", details};
+    ev = (struct audit_event){.actor = actor,
+                              .source = source,
+                              .action = "audit.retention",
+                              .target = AUDIT_TARGET_AUDIT,
+                              .outcome = "success",
+                              .details = details};
     if ((rc = audit_append(conn, &ev, req_id)) != RC_OK)
         goto out;
     res = db_exec(conn, "SELECT seq FROM audit_head", 0, NULL);

@@ -212,7 +212,7 @@ enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const 
                           const char *reason, const char *actor, const char *source,
                           const char *req_id)
 {
-    char ids[24], old[16], target[40];
+    char ids[24], old[16], target[AUDIT_TARGET_SIZE];
     const char *p[3];
     PGresult *res;
     enum rc rc;
@@ -248,7 +248,8 @@ enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const 
         rc = add_event(c, ids, old, to, reason, actor, req_id);
     if (rc == RC_OK) {
         struct audit_event ev;
-        snprintf(target, sizeof(target), "job:%s", ids);
+        if ((rc = audit_target_id(AUDIT_TARGET_JOB, id, target)) != RC_OK)
+            return rc;
         details = json_pack("{s:s,s:s,s:s}", "from", old, "to", to, "reason", reason ? reason : "");
         ev = (struct audit_event){actor,  source ? source : "", "job.state", target, "success",
                                   details};

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit_target.h"
 #include "db_audit.h"
 #include "log.h"
 #include "pathpol.h"
@@ -341,7 +342,7 @@ enum rc db_dataset_delete(PGconn *c, const char *name, const char *req_id)
 
 enum rc db_policy_startup(struct db *db, const char *storage_root)
 {
-    char norm[PATHPOL_BUF_SIZE], target[32];
+    char norm[PATHPOL_BUF_SIZE], target[AUDIT_TARGET_SIZE];
     struct err e;
     PGconn *c;
     PGresult *r = NULL;
@@ -381,11 +382,12 @@ enum rc db_policy_startup(struct db *db, const char *storage_root)
     }
     if (rc == RC_OK && PQntuples(r) == 1) {
         struct audit_event ev;
-        snprintf(target, sizeof(target), "site:%d", DB_SITE_DEFAULT_ID);
         d = json_pack("{s:s,s:O,s:s}", "name", PQgetvalue(r, 0, 0), "storage_roots", roots,
                       "reason", "the default site had no storage roots: the server's storage_root");
         ev = (struct audit_event){"system", "", "site.update", target, "success", d};
-        rc = d ? audit_append(c, &ev, "startup") : RC_ENOMEM;
+        rc = audit_target_name(AUDIT_TARGET_SITE, PQgetvalue(r, 0, 0), target);
+        if (rc == RC_OK)
+            rc = d ? audit_append(c, &ev, "startup") : RC_ENOMEM;
         if (rc == RC_OK)
             LOG_INFO("policy", "default site storage root set", "root=%s", norm);
     }

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "api_policy.h"
+#include "audit_target.h"
 #include "db_alloc.h"
 #include "db_jobs.h"
 #include "db_policy.h"
@@ -50,14 +51,16 @@ static int is_local(const char *uri)
 
 static enum rc refuse(struct submit_ctx *x, const char *field, const struct err *e)
 {
-    char target[32];
+    char target[AUDIT_TARGET_SIZE];
     json_t *ctx = json_pack("{s:s,s:s,s:s}", "job_name", x->spec->name, "team", x->spec->team,
                             "site", x->spec->site);
     json_t *job = json_pack("{s:n,s:s,s:s}", "id", "name", x->spec->name, "team", x->spec->team);
     enum rc rc;
 
-    snprintf(target, sizeof(target), "team:%lld", (long long)x->team_id);
-    rc = policy_refuse(x->req, x->team_id, target, "submit", field, e, ctx, job);
+    /* The team by name: it was looked up by that name, so it is one. */
+    rc = audit_target_name(AUDIT_TARGET_TEAM, x->spec->team, target);
+    if (rc == RC_OK)
+        rc = policy_refuse(x->req, x->team_id, target, "submit", field, e, ctx, job);
     json_decref(ctx);
     json_decref(job);
     return rc;

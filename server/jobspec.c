@@ -29,16 +29,22 @@
 #define MAX_PATH 4096
 #define MAX_TEMPLATE 128
 #define MAX_SITE 64
+#define MAX_PARAMS 64
+#define MAX_PARAM_NAME 64
 
 /* Flags for get_str(). */
 #define STR_NO_CTRL 1 /* refuse C0, DEL and C1 control characters */
 
 static const char *const launcher_names[] = {"native", "torchrun", "deepspeed", "horovod"};
 static const char *const prio_names[] = {"low", "normal", "high"};
+/* Indexed by enum jobspec_strategy; NONE has no name. */
+static const char *const strategy_names[] = {NULL,    "auto",  "ddp", "zero1",
+                                             "zero2", "zero3", "fsdp"};
 
 static const char *const top_fields[] = {
-    "name",         "team", "command",  "launcher",   "resources",   "priority", "max_restarts",
-    "time_limit_s", "env",  "datasets", "output_dir", "working_dir", "template", "site",
+    "name",         "team",         "command",  "launcher", "resources",  "priority",
+    "max_restarts", "time_limit_s", "env",      "datasets", "output_dir", "working_dir",
+    "template",     "site",         "strategy", "params",
 };
 static const char *const resources_fields[] = {"gpus", "gpus_per_node"};
 
@@ -54,6 +60,13 @@ const char *jobspec_prio_str(enum jobspec_prio p)
     if ((unsigned)p < sizeof(prio_names) / sizeof(prio_names[0]))
         return prio_names[p];
     return "normal";
+}
+
+const char *jobspec_strategy_str(enum jobspec_strategy s)
+{
+    if ((unsigned)s < sizeof(strategy_names) / sizeof(strategy_names[0]))
+        return strategy_names[s];
+    return NULL;
 }
 
 /* Copy s[0..len) into buf for a message: printable ASCII kept, others '?'. */
@@ -577,6 +590,99 @@ static enum rc parse_site(const json_t *v, struct jobspec *spec, struct err *e)
     return RC_OK;
 }
 
+/* strategy: absent or null is NONE; otherwise one of the names. */
+static enum rc parse_strategy(const json_t *v, struct jobspec *spec, struct err *e)
+{
+    const size_t n = sizeof(strategy_names) / sizeof(strategy_names[0]);
+    enum rc rc;
+    int idx;
+
+    if (v == NULL || json_is_null(v))
+        return RC_OK;
+    /* get_enum() over the names without NONE's NULL. */
+    rc = get_enum(v, "strategy", strategy_names + 1, n - 1, &idx, e);
+    if (rc == RC_OK)
+        spec->strategy = (enum jobspec_strategy)(idx + 1);
+    return rc;
+}
+
+/* [a-z][a-z0-9_]{0,63}, as templates name their parameters. */
+static int param_name_valid(const char *k, size_t len)
+{
+    if (len == 0 || len > MAX_PARAM_NAME || !(k[0] >= 'a' && k[0] <= 'z'))
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') || k[i] == '_'))
+            return 0;
+    return 1;
+}
+
+/* params: an object of scalars, kept as a copy. Keys are checked in byte
+ * order so the same bad object always names the same parameter. */
+static enum rc parse_params(const json_t *v, struct jobspec *spec, struct err *e)
+{
+    json_t *o = (json_t *)v; /* jansson's iteration API is not const-correct */
+    struct env_item *items = NULL;
+    const char *key;
+    size_t klen, n = 0;
+    json_t *val;
+    char field[160], k[80];
+    char *tmp = NULL;
+    enum rc rc = RC_EINVAL;
+
+    if (v == NULL || json_is_null(v))
+        return RC_OK;
+    if (!json_is_object(v))
+        return bad(e, "params", v, "params must be an object of template parameters");
+    if (json_object_size(v) > MAX_PARAMS) {
+        bad(e, "params", NULL, "params must have at most %d entries", MAX_PARAMS);
+        err_detail(e, "got %zu", json_object_size(v));
+        return RC_EINVAL;
+    }
+    if ((items = calloc(json_object_size(v) + 1, sizeof(*items))) == NULL)
+        return oom(e);
+    json_object_keylen_foreach(o, key, klen, val)
+    {
+        if (n < json_object_size(v)) {
+            items[n].key = key;
+            items[n].len = klen;
+            items[n].val = val;
+            n++;
+        }
+    }
+    qsort(items, n, sizeof(*items), env_item_cmp);
+    for (size_t i = 0; i < n; i++) {
+        field_join(field, sizeof(field), "params", items[i].key, items[i].len);
+        if (!param_name_valid(items[i].key, items[i].len)) {
+            printable(items[i].key, items[i].len, k, sizeof(k));
+            bad(e, "params", NULL,
+                "parameter names must match [a-z][a-z0-9_]* and be at most %d bytes",
+                MAX_PARAM_NAME);
+            err_detail(e, "got \"%s\"", k);
+            goto out;
+        }
+        if (json_is_string(items[i].val)) {
+            rc = get_str(items[i].val, field, field, 0, MAX_ARG, 0, &tmp, e);
+            free(tmp);
+            tmp = NULL;
+            if (rc != RC_OK)
+                goto out;
+            rc = RC_EINVAL;
+        } else if (!json_is_number(items[i].val) && !json_is_boolean(items[i].val)) {
+            bad(e, field, items[i].val, "%s must be a string, a number or a boolean", field);
+            goto out;
+        }
+    }
+    if ((spec->params = json_deep_copy(v)) == NULL) {
+        rc = oom(e);
+        goto out;
+    }
+    rc = RC_OK;
+out:
+    free(items);
+    return rc;
+}
+
 /* An optional integer field with a default. */
 static enum rc opt_int(const json_t *in, const char *name, json_int_t min, json_int_t max,
                        json_int_t *out, struct err *e)
@@ -656,6 +762,10 @@ static enum rc parse_fields(const json_t *in, struct jobspec *spec, struct err *
         rc = opt_str(in, "template", MAX_TEMPLATE, &spec->template, e);
     if (rc == RC_OK)
         rc = parse_site(json_object_get(in, "site"), spec, e);
+    if (rc == RC_OK)
+        rc = parse_strategy(json_object_get(in, "strategy"), spec, e);
+    if (rc == RC_OK)
+        rc = parse_params(json_object_get(in, "params"), spec, e);
     return rc;
 }
 
@@ -708,6 +818,7 @@ void jobspec_free(struct jobspec *spec)
     free(spec->working_dir);
     free(spec->template);
     free(spec->site);
+    json_decref(spec->params);
     free(spec);
 }
 
@@ -751,11 +862,12 @@ json_t *jobspec_to_json(const struct jobspec *spec)
     /* "o" steals the references, also when json_pack fails (jansson >= 2.11). */
     return json_pack(
         "{s:s, s:s, s:o, s:s, s:{s:I, s:o}, s:s, s:I, s:I, s:o, s:o, s:s?, s:s?, "
-        "s:s?, s:s}",
+        "s:s?, s:s, s:s?, s:O?}",
         "name", spec->name, "team", spec->team, "command", command, "launcher",
         jobspec_launcher_str(spec->launcher), "resources", "gpus", (json_int_t)spec->gpus,
         "gpus_per_node", gpn, "priority", jobspec_prio_str(spec->priority), "max_restarts",
         (json_int_t)spec->max_restarts, "time_limit_s", (json_int_t)spec->time_limit_s, "env", env,
         "datasets", datasets, "output_dir", spec->output_dir, "working_dir", spec->working_dir,
-        "template", spec->template, "site", spec->site ? spec->site : "default");
+        "template", spec->template, "site", spec->site ? spec->site : "default", "strategy",
+        jobspec_strategy_str(spec->strategy), "params", spec->params);
 }

@@ -31,6 +31,15 @@
  *   site          string 1..64, [a-z0-9][a-z0-9_-]*, or null: the data-residency
  *                 site the job runs in (default "default"); its storage roots
  *                 and networks bound the paths above, its nodes run the job
+ *   strategy      "auto" | "ddp" | "zero1" | "zero2" | "zero3" | "fsdp", or null
+ *                 (default): how the model is distributed. "auto" asks the
+ *                 strategy advisor (issue 8); the rest name one. Stored and
+ *                 shown; the job's scripts get it through the advisor's plan.
+ *   params        object of <= 64 template parameters, or null: names
+ *                 [a-z][a-z0-9_]{0,63}, values strings (<= 4096 bytes),
+ *                 numbers or booleans. The values a template job's command
+ *                 was made from (tpl_expand.h); kept as given, never applied:
+ *                 the command is what runs.
  * No string may contain a NUL character; all must be valid UTF-8.
  *
  * Thread-safety: reentrant; a struct jobspec is immutable after parsing and
@@ -61,6 +70,17 @@ enum jobspec_launcher {
 
 enum jobspec_prio { JOBSPEC_PRIO_LOW = 0, JOBSPEC_PRIO_NORMAL = 1, JOBSPEC_PRIO_HIGH = 2 };
 
+/* The distribution strategy; NONE (0) is "not given" (null). */
+enum jobspec_strategy {
+    JOBSPEC_STRATEGY_NONE = 0,
+    JOBSPEC_STRATEGY_AUTO = 1,
+    JOBSPEC_STRATEGY_DDP = 2,
+    JOBSPEC_STRATEGY_ZERO1 = 3,
+    JOBSPEC_STRATEGY_ZERO2 = 4,
+    JOBSPEC_STRATEGY_ZERO3 = 5,
+    JOBSPEC_STRATEGY_FSDP = 6
+};
+
 /* A validated job spec. Every pointer is owned by the struct (jobspec_free). */
 struct jobspec {
     char *name;                     /* display name, never NULL */
@@ -82,6 +102,8 @@ struct jobspec {
     char *working_dir;              /* or NULL (not policy-checked) */
     char *template;                 /* template name, or NULL */
     char *site;                     /* site name, never NULL ("default" when not given) */
+    enum jobspec_strategy strategy; /* default NONE */
+    json_t *params;                 /* owned object of template parameters, or NULL */
 };
 
 /*
@@ -108,5 +130,8 @@ const char *jobspec_launcher_str(enum jobspec_launcher l);
 
 /* "low", "normal", "high"; never NULL. */
 const char *jobspec_prio_str(enum jobspec_prio p);
+
+/* "auto", "ddp", ...; NULL for JOBSPEC_STRATEGY_NONE. */
+const char *jobspec_strategy_str(enum jobspec_strategy s);
 
 #endif

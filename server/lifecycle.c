@@ -127,11 +127,12 @@ enum rc lifecycle_node_lost(PGconn *c, int64_t attempt_id, int64_t job_id, int64
     if (rc == RC_OK)
         rc = db_attempt_refund_recent_failure(c, attempt_id, window_s, &refunded, req_id);
     if (rc == RC_OK && refunded) {
-        char target[48];
+        char target[AUDIT_TARGET_SIZE];
         json_t *d = json_pack("{s:I,s:s}", "attempt_id", (json_int_t)attempt_id, "reason", why);
         struct audit_event ev = {actor, "", "job.restart_refunded", target, "success", d};
-        snprintf(target, sizeof(target), "job:%lld", (long long)job_id);
-        rc = audit_append(c, &ev, req_id);
+        rc = audit_target_id(AUDIT_TARGET_JOB, job_id, target);
+        if (rc == RC_OK)
+            rc = audit_append(c, &ev, req_id);
         json_decref(d);
     }
     if (rc == RC_OK)

@@ -38,13 +38,19 @@
 static int create_admin(struct srv_app *app, const char *name)
 {
     const char *pw = getenv("TRAINYARD_ADMIN_PASSWORD");
-    char generated[48], pwhash[CRYPTO_PWHASH_MAX];
-    PGconn *c = db_acquire(app->db, 5000);
+    char generated[48], pwhash[CRYPTO_PWHASH_MAX], target[AUDIT_TARGET_SIZE];
+    PGconn *c;
     json_t *row = NULL, *d = NULL;
     struct audit_event ev;
     enum rc rc;
 
-    if (c == NULL)
+    /* The API's rule for usernames, which is also what an audit target needs. */
+    if (audit_target_name(AUDIT_TARGET_USER, name, target) != RC_OK) {
+        fprintf(stderr, "trainyard-server: the admin name must be 1 to 64 of a-z, 0-9, '.', '_', "
+                        "'-', starting with a letter or digit\n");
+        return 1;
+    }
+    if ((c = db_acquire(app->db, 5000)) == NULL)
         return 1;
     if (pw == NULL || *pw == '\0') {
         if (crypto_random_token("", 18, generated, sizeof(generated)) != RC_OK) {
@@ -69,10 +75,7 @@ static int create_admin(struct srv_app *app, const char *name)
         rc = db_user_create(c, name, "Administrator", "admin", pwhash, &row, NULL);
     if (rc == RC_OK) {
         d = json_pack("{s:s,s:s}", "username", name, "role", "admin");
-        ev = (struct audit_event){"system", "", "user.create", "", "success", d};
-        char target[96];
-        snprintf(target, sizeof(target), "user:%s", json_string_value(json_object_get(row, "id")));
-        ev.target = target;
+        ev = (struct audit_event){"system", "", "user.create", target, "success", d};
         rc = audit_append(c, &ev, NULL);
     }
     if (rc == RC_OK)

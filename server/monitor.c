@@ -29,15 +29,16 @@ static enum rc handle_lost_node(PGconn *c, const json_t *node, int timeout_s)
     const char *name = json_string_value(json_object_get(node, "node"));
     int64_t node_id = strtoll(json_string_value(json_object_get(node, "node_id")), NULL, 10);
     const json_t *allocs = json_object_get(node, "allocations"), *a;
-    char target[96], why[256];
+    char target[AUDIT_TARGET_SIZE], why[256];
     json_t *d = json_pack("{s:s,s:s,s:s}", "from", "ready", "to", "down", "reason",
                           "no heartbeat within the node timeout");
     struct audit_event ev = {"system:monitor", "", "node.state", target, "success", d};
     size_t i;
     enum rc rc;
 
-    snprintf(target, sizeof(target), "node:%s", name);
-    rc = audit_append(c, &ev, "monitor");
+    rc = audit_target_name(AUDIT_TARGET_NODE, name, target);
+    if (rc == RC_OK)
+        rc = audit_append(c, &ev, "monitor");
     json_decref(d);
     snprintf(why, sizeof(why), "node %s lost (no heartbeat)", name);
     json_array_foreach(allocs, i, a)

@@ -23,17 +23,60 @@
  *   max_restarts  integer 0..100, default 3
  *   time_limit_s  integer 1..2592000, default 86400
  *   priority      "low" | "normal" (default) | "high"
- *   dataset       "synthetic" (default) | "image-folder" | "text-lines" | "chat-jsonl"
+ *   dataset       "synthetic" (default) | "image-folder" | "text-lines" | "chat-jsonl":
+ *                 what the script reads from the job's first dataset
+ *                 (TRAINYARD_DATA)
+ *   model         the model the script trains, in the strategy advisor's terms
+ *                 (issue 8), exactly one of:
+ *                   {"name": a known model: resnet50, resnet101, vit-base,
+ *                    bert-base, bert-large, gpt2, gpt2-medium, gpt2-large,
+ *                    gpt2-xl, llama-2-7b, llama-2-13b, qwen2-7b, chatglm3-6b,
+ *                    baichuan2-7b}
+ *                   {"transformer": {"layers" 1..1024, "hidden" 1..65536,
+ *                    "heads" 1..1024 (dividing hidden), "ffn" 1..262144,
+ *                    "vocab" 1..4194304, "seq_len" 1..1048576,
+ *                    "kind" "decoder" | "encoder"}} (every key required)
+ *                   {"params": 1..10^13, "activation_bytes_per_sample":
+ *                    1..2^40} (a parameter count and measured activations)
+ *                 or null; required with strategy "auto"
+ *   strategy      "auto" (default: the advisor picks) | "ddp" | "zero1" |
+ *                 "zero2" | "zero3" | "fsdp"
+ *   env           object of <= 32 variables for the job's env, under the job
+ *                 spec's rules (jobspec.h); a submit's env goes on top
+ *   params        the hyperparameter schema: an object, in the order the
+ *                 wizard shows them and the command gets them, of <= 32
+ *                 name ([a-z][a-z0-9_]{0,63}) -> {
+ *                   type     "int" | "float" | "enum" | "bool" | "string", required
+ *                   label    {"zh-CN", "en"} texts of 1..128 bytes, required
+ *                   help     {"zh-CN", "en"} texts of 1..1024 bytes
+ *                   arg      the script's flag, required: "--" then
+ *                            [a-z0-9][a-z0-9-]*, <= 64 bytes, used by no
+ *                            other parameter and not in args
+ *                   min, max numbers of the type (int, float only), min <= max
+ *                   values   1..64 distinct strings of 1..64 bytes, none
+ *                            starting with '-' (enum only, required there)
+ *                   default  a value of the type within the bounds, required
+ *                 }; how values become arguments: tpl_expand.h
+ *   order         integer 0..1000000, default 1000000: the list is sorted by
+ *                 it, then by file name
  * Exactly one of script and command. Checks run in a fixed order (unknown
- * keys first, in byte order, then the keys above in that order), so the same
- * bad file always names the same field.
+ * keys first, in byte order, then the keys above in that order; parameters
+ * in their order, each parameter's keys in the order above but default last),
+ * so the same bad file always names the same field ("params.steps.default").
  *
  * The public form of a template (what the API answers) has every key above
- * with its default filled in (absent ones null) plus "job": a job spec ready
- * for POST /api/v1/jobs once a "team" is added:
- *   {"name": id, "command": [interpreter, "<examples_dir>/<script>", args...]
- *    or [command..., args...], "launcher", "resources": {"gpus", "gpus_per_node"},
- *    "max_restarts", "time_limit_s", "priority", "template": id}
+ * with its default filled in (absent ones null; args, env and params
+ * empty; each parameter with every key, absent ones null) plus
+ *   "base_command" the command before the parameters:
+ *                 [interpreter, "<examples_dir>/<script>", args...] or
+ *                 [command..., args...]
+ *   "job"         the job spec a submit by template with no params makes
+ *                 (tpl_expand.h), ready for POST /api/v1/jobs once a "team"
+ *                 is added: {"name": id, "command": base_command and every
+ *                 parameter's default, "params": the defaults, "template": id,
+ *                 "launcher", "resources": {"gpus", "gpus_per_node"},
+ *                 "max_restarts", "time_limit_s", "priority", "strategy",
+ *                 and "env" when the template has one}
  * The script's absolute path is built from examples_dir, which must name the
  * same directory on every node (like storage_root): the job's working
  * directory is its own folder under the storage root, not the repository.
@@ -52,6 +95,7 @@
 
 #define TPL_MAX_FILE_BYTES 65536 /* a template file larger than this is refused */
 #define TPL_MAX_TEMPLATES 256    /* files per templates_dir */
+#define TPL_MAX_PARAMS 32        /* parameters of one template */
 #define TPL_DEFAULT_INTERPRETER "/usr/bin/python3"
 
 struct tpl_set;
@@ -70,7 +114,8 @@ enum rc tpl_parse(const char *text, size_t len, const char *examples_dir, json_t
 
 /*
  * Load every "*.json" file of dir (borrowed; file names starting with '.'
- * skipped), in byte order of their names, with tpl_parse(). dir "" or NULL
+ * skipped) with tpl_parse(), listed by "order", then by byte order of their
+ * file names. dir "" or NULL
  * gives an empty set. A file that cannot be read, is too large or is invalid,
  * a duplicate id, or more than TPL_MAX_TEMPLATES files fail the whole load:
  * e->message then starts with the file's path and e->field names the field.
@@ -88,7 +133,7 @@ void tpl_set_free(struct tpl_set *set);
 /* The number of templates; 0 for NULL. Thread-safe. */
 size_t tpl_set_count(const struct tpl_set *set);
 
-/* The public forms as a new JSON array (deep copies, in load order), or NULL
+/* The public forms as a new JSON array (deep copies, in list order), or NULL
  * when out of memory. set may be NULL (an empty array). Thread-safe. */
 json_t *tpl_set_list(const struct tpl_set *set);
 

@@ -33,6 +33,7 @@
 #include "assign.h"
 #include "caps.h"
 #include "cause.h"
+#include "crypto.h"
 #include "http.h"
 #include "launcher.h"
 #include "log.h"
@@ -268,14 +269,12 @@ static int do_join(struct agent *a)
         goto out;
     }
     snprintf(a->node_id, sizeof(a->node_id), "%s", id);
-    free(a->credential);
+    crypto_free_secret(a->credential); /* a re-join replaces a refused credential */
     a->credential = strdup(cred);
     ret = a->credential != NULL ? 1 : 0;
     LOG_INFO("agent", "joined", "node_id=%s", a->node_id);
 out:
-    if (text != NULL)
-        memset(text, 0, strlen(text));
-    free(text);
+    crypto_free_secret(text); /* node.json's text: the credential */
     json_decref(body);
     json_decref(resp);
     return ret;
@@ -698,8 +697,8 @@ static void save_state(struct agent *a)
 }
 
 /*
- * The data-residency check on this node, before anything starts: work_dir
- * and checkpoint_dir (created), resume_from and every local dataset must
+ * The data-residency check on this node, before anything starts: work_dir,
+ * output_dir and checkpoint_dir (created), resume_from and every local dataset must
  * resolve, symlinks followed, inside this worker's --allowed-root dirs and
  * the job's site roots. On refusal reason says which path and why
  * ("policy violation: ..."; the server records it as such).
@@ -716,6 +715,11 @@ static enum rc check_paths(struct agent *a, const struct wrk_assignment *as, cha
     err_init(&e);
     rc = wrk_path_check_site(as->work_dir, a->roots, a->nroots, site, as->nsite_roots, 1, work,
                              PATH_MAX, &e);
+    if (rc == RC_OK && as->output_dir != NULL) {
+        field = "output_dir";
+        rc = wrk_path_check_site(as->output_dir, a->roots, a->nroots, site, as->nsite_roots, 1, tmp,
+                                 sizeof(tmp), &e);
+    }
     if (rc == RC_OK) {
         field = "checkpoint_dir";
         rc = wrk_path_check_site(as->checkpoint_dir, a->roots, a->nroots, site, as->nsite_roots, 1,
@@ -1255,10 +1259,7 @@ out:
     json_decref(a->labels);
     json_decref(a->caps);
     json_decref(a->nccl_probe);
-    if (a->credential != NULL) {
-        memset(a->credential, 0, strlen(a->credential));
-        free(a->credential);
-    }
+    crypto_free_secret(a->credential);
     pthread_mutex_destroy(&a->qmu);
     pthread_cond_destroy(&a->qcv);
     return ret;

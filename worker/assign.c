@@ -306,6 +306,15 @@ static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct er
         return bad(e, "work_dir", "must be an absolute path");
     if ((rc = dupstr(s, &a->work_dir)) != RC_OK)
         return rc;
+    /* Optional: servers before issue 9 did not send it. */
+    if (json_object_get(obj, "output_dir") != NULL &&
+        !json_is_null(json_object_get(obj, "output_dir"))) {
+        s = get_str(obj, "output_dir", 2, WRK_MAX_STR);
+        if (s == NULL || s[0] != '/')
+            return bad(e, "output_dir", "must be an absolute path");
+        if ((rc = dupstr(s, &a->output_dir)) != RC_OK)
+            return rc;
+    }
     s = get_str(obj, "checkpoint_dir", 2, WRK_MAX_STR);
     if (s == NULL || s[0] != '/')
         return bad(e, "checkpoint_dir", "must be an absolute path");
@@ -394,6 +403,7 @@ void wrk_assignment_free(struct wrk_assignment *a)
     free(a->master_addr);
     free(a->ranks);
     free(a->work_dir);
+    free(a->output_dir);
     free(a->checkpoint_dir);
     free(a->resume_from);
     free(a->ds_config);
@@ -515,6 +525,28 @@ static int job_sets(const struct wrk_assignment *a, const char *k)
     return 0;
 }
 
+/* TRAINYARD_DATASETS: the job's local dataset paths as a JSON array ("[]"). */
+static void env_datasets(struct strv *s, const struct wrk_assignment *a)
+{
+    json_t *arr = json_array();
+    char *text = NULL;
+
+    for (size_t i = 0; arr != NULL && i < a->ndatasets; i++) {
+        if (json_array_append_new(arr, json_string(a->datasets[i])) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    if (arr != NULL)
+        text = json_dumps(arr, JSON_COMPACT);
+    if (text == NULL)
+        s->oom = 1;
+    else
+        env_set(s, "TRAINYARD_DATASETS", text);
+    free(text);
+    json_decref(arr);
+}
+
 /* Everything but the per-rank variables. */
 static void env_common(struct strv *s, const struct wrk_assignment *a,
                        const struct wrk_plan_opts *o)
@@ -531,6 +563,13 @@ static void env_common(struct strv *s, const struct wrk_assignment *a,
     env_set_int(s, "TRAINYARD_ATTEMPT", a->attempt);
     env_set(s, "TRAINYARD_CHECKPOINT_DIR", a->checkpoint_dir);
     env_set(s, "TRAINYARD_RESUME_FROM", a->resume_from);
+    env_set(s, "TRAINYARD_OUTPUT_DIR", a->output_dir);
+    /* The job's local datasets, as checked before the launch: the first one
+     * alone (what a template's script reads), and all of them as a JSON
+     * array, which no path character can break. */
+    if (a->ndatasets > 0)
+        env_set(s, "TRAINYARD_DATA", a->datasets[0]);
+    env_datasets(s, a);
     env_set(s, "HF_HUB_OFFLINE", "1");
     env_set(s, "TRANSFORMERS_OFFLINE", "1");
     env_set(s, "HF_DATASETS_OFFLINE", "1");

@@ -61,6 +61,7 @@ struct wrk_assignment {
     struct wrk_assign_rank *ranks; /* owned, nranks >= 1 */
     size_t nranks;
     char *work_dir;       /* owned, absolute */
+    char *output_dir;     /* owned, absolute, or NULL when the server sent none */
     char *checkpoint_dir; /* owned, absolute */
     char *resume_from;    /* owned, "" on a first attempt */
     int64_t time_limit_s; /* 0 = none */

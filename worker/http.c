@@ -13,6 +13,7 @@
 
 #include <curl/curl.h>
 
+#include "crypto.h"
 #include "log.h"
 
 struct wrk_http {
@@ -94,10 +95,7 @@ void wrk_http_free(struct wrk_http *h)
         curl_easy_cleanup(h->curl);
     free(h->base);
     free(h->ca_file);
-    if (h->auth != NULL) {
-        memset(h->auth, 0, strlen(h->auth));
-        free(h->auth);
-    }
+    crypto_free_secret(h->auth);
     free(h);
 }
 
@@ -111,10 +109,7 @@ enum rc wrk_http_set_credential(struct wrk_http *h, const char *cred)
             return RC_ENOMEM;
         snprintf(a, n, "Authorization: Bearer %s", cred);
     }
-    if (h->auth != NULL) {
-        memset(h->auth, 0, strlen(h->auth));
-        free(h->auth);
-    }
+    crypto_free_secret(h->auth);
     h->auth = a;
     return RC_OK;
 }
@@ -202,6 +197,8 @@ enum rc wrk_http_request(struct wrk_http *h, const char *method, const char *pat
     rc = RC_OK;
 out:
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    for (tmp = hdr; tmp != NULL; tmp = tmp->next) /* one is a copy of the Authorization header */
+        crypto_wipe(tmp->data, strlen(tmp->data));
     curl_slist_free_all(hdr);
     free(rb.data);
     free(text);

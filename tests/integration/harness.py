@@ -374,6 +374,22 @@ class ServerTest(unittest.TestCase):
         spec.update(over)
         return spec
 
+    def wait_scheduler_pass(self, spec, client=None, timeout=30):
+        """Submit spec, a job the scheduler can place at once, and wait until it
+        has left QUEUED. The pass that placed it read a queue holding every
+        job submitted before it, so a job still QUEUED afterwards is one a
+        pass left waiting: assert that instead of sleeping through "a few"
+        passes. Returns the placed job."""
+        client = client or self.admin
+        st, job, _ = client.post("/api/v1/jobs", spec)
+        self.assertEqual(st, 201, job)
+
+        def placed():
+            j = client.get("/api/v1/jobs/" + job["id"])[1]
+            return j if j["state"] != "QUEUED" else None
+        return wait_for(placed, timeout=timeout, what="job %s (a scheduler pass) to be placed"
+                        % job["id"])
+
     def assert_error(self, resp, status, code=None, field=None):
         st, body, hdrs = resp
         self.assertEqual(st, status, body)
@@ -449,6 +465,27 @@ def processes_with_env(marker):
         except OSError:
             pass
     return pids
+
+
+def processes_with_cmdline(marker):
+    """The processes whose command line holds marker, as a set of (pid, start
+    time): a PID the kernel hands out again is not the same process, so two
+    such sets tell one attempt's ranks from the next one's."""
+    found = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if marker.encode() not in f.read():
+                    continue
+            with open("/proc/%s/stat" % d) as f:
+                # comm (field 2) may hold spaces: count from its closing paren.
+                start = f.read().rsplit(")", 1)[1].split()[19]
+            found.add((int(d), int(start)))
+        except (OSError, IndexError):
+            pass
+    return found
 
 
 def wait_for(fn, timeout=60, interval=0.2, what="condition"):

@@ -69,6 +69,14 @@ class AuthTest(ServerTest):
         st, body = Client(self.server.url).login("nobody-here", "whatever-password")
         self.assertEqual(st, 401)
         self.assertEqual(body["error"]["message"], "wrong username or password")
+        # A name no user can have is not made a target; the details keep it.
+        st, body = Client(self.server.url).login("job:1, Mallory", "whatever-password")
+        self.assertEqual(st, 401)
+        self.assertEqual(body["error"]["message"], "wrong username or password")
+        rows = self.db.sql("SELECT target, details::json->>'username' FROM audit_events WHERE "
+                           "action = 'auth.login' AND outcome = 'failure' ORDER BY id DESC "
+                           "LIMIT 2")
+        self.assertEqual(rows, [["", "job:1, Mallory"], ["user:nobody-here", ""]])
 
     def test_csrf_required_for_cookie_mutations(self):
         before = self.count("teams")
@@ -278,6 +286,16 @@ class StartupTest(harness.unittest.TestCase):
                                      capture_output=True, text=True, timeout=60)
         self.assertNotEqual(out.returncode, 0)
         self.assertIn("newer than this server", out.stderr)
+
+    def test_create_admin_refuses_a_name_no_user_can_have(self):
+        # The API's username rule, which audit targets (user:<name>) rely on.
+        out = harness.subprocess.run([harness.SERVER_BIN, "--database-url", self.db.url,
+                                      "--create-admin", "Root Admin", "--log-level", "warn"],
+                                     capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("the admin name must be", out.stderr)
+        self.assertEqual(self.db.sql("SELECT count(*) FROM users WHERE username = 'Root Admin'"),
+                         [["0"]])
 
     def test_create_admin_generates_password_once(self):
         out = harness.subprocess.run([harness.SERVER_BIN, "--database-url", self.db.url,

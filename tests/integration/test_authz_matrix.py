@@ -25,6 +25,31 @@ def routes_in_source():
     return set(re.findall(r'R\("([A-Z]+)", "([^"]+)"', src))
 
 
+# Where the key of each kind of audit target is found: (table, column). The
+# "key" column of the document's table must agree (name or id).
+TARGET_KEYS = {"user": ("users", "username"), "node": ("nodes", "name"),
+               "team": ("teams", "name"), "site": ("sites", "name"),
+               "dataset": ("datasets", "name"), "job": ("jobs", "id"),
+               "token": ("api_tokens", "id"), "join_token": ("join_tokens", "id"),
+               "webhook": ("webhooks", "id"), "export": ("export_requests", "id")}
+
+
+def documented_targets():
+    """The "Targets" table of docs/audit-export.md: (target, key, pattern,
+    actions) per row, so that the document and this test cannot drift."""
+    with open(os.path.join(harness.SRC, "docs", "audit-export.md")) as f:
+        text = f.read()
+    section = text.split("\n## Targets\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[2].startswith("`"):
+            continue  # prose, the header and the rule under it
+        actions = set(re.findall(r"`([a-z_]+(?:\.[a-z_]+)+)`", cells[3]))
+        rows.append((cells[0].strip("`"), cells[1], re.compile(cells[2].strip("`")), actions))
+    return rows
+
+
 class AuthzMatrixTest(ServerTest):
     # The matrix's node sends no heartbeats: keep it from being declared lost.
     server_args = ("--node-timeout-s", "3600", "--storage-root", STORAGE,
@@ -247,7 +272,49 @@ class AuthzMatrixTest(ServerTest):
                     if after != audit_before:
                         failures.append("%s %s as %s: a refused call changed the audit trail"
                                         % (method, pattern, caller))
+        failures += self.target_problems()
+        # The object a filter names is found under that one name, whoever acted.
+        acts = {r[0] for r in self.db.sql("SELECT action FROM audit_events WHERE "
+                                          "target = 'node:matrix-node'")}
+        for want in ("node.join", "node.register", "node.drain", "node.undrain"):
+            if want not in acts:
+                failures.append("no %s event has the target node:matrix-node (%s)"
+                                % (want, sorted(acts)))
         self.assertFalse(failures, "\n".join(failures))
+
+    def target_problems(self):
+        """Every event the walk caused: its action is in the document's table,
+        its target matches a pattern documented for that action, and the key
+        of a successful event's target is the named object's name or id (a
+        pattern alone cannot tell node:7 the name from node:7 the id)."""
+        doc = documented_targets()
+        problems = []
+        self.assertGreaterEqual(len(doc), 13, doc)
+        for target, key, _, _ in doc:
+            kind = target.split(":")[0]
+            if kind in TARGET_KEYS:
+                want = "id" if TARGET_KEYS[kind][1] == "id" else "name"
+                self.assertEqual(key, want, "docs/audit-export.md: %s is keyed by %s" % (target,
+                                                                                        want))
+        keys = {kind: {r[0] for r in self.db.sql("SELECT %s FROM %s" % (col, table))}
+                for kind, (table, col) in TARGET_KEYS.items()}
+        events = self.db.sql("SELECT id, action, target, outcome FROM audit_events ORDER BY id")
+        # Deleted objects are gone from their tables; their delete event names them.
+        deleted = {t for _, a, t, o in events if a.endswith(".delete") and o == "success"}
+        for eid, action, target, outcome in events:
+            rows = [r for r in doc if action in r[3]]
+            if not rows:
+                problems.append("event %s: action %s is not in the targets table" % (eid, action))
+            elif not any(pattern.fullmatch(target) for _, _, pattern, _ in rows):
+                problems.append("event %s (%s): target %r has none of the forms %s" % (
+                    eid, action, target, [r[0] for r in rows]))
+            else:
+                kind, _, key = target.partition(":")
+                if (kind in TARGET_KEYS and outcome == "success" and target not in deleted
+                        and key not in keys[kind]):
+                    problems.append("event %s (%s): %s names no %s by its %s" % (
+                        eid, action, target, kind, TARGET_KEYS[kind][1]))
+        return problems
 
 
 if __name__ == "__main__":

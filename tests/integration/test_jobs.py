@@ -117,6 +117,23 @@ class JobsTest(ServerTest):
             self.db.sql("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb) SELECT id, g, "
                         "'GPU-' || name || g, 'FAKE', 16384 FROM nodes, generate_series(0,3) g "
                         "WHERE name = '%s'" % n)
+        # Proof that a scheduler pass ran: a node of its own site, which no job
+        # of the default site may use, and a team within its quota there.
+        st, _, _ = self.admin.post("/api/v1/sites", {"name": "barrier",
+                                                     "storage_roots": ["/srv/barrier"]})
+        self.assertEqual(st, 201)
+        self.db.sql("INSERT INTO nodes (name, addr, state, credential_hash, site_id) SELECT "
+                    "'node-barrier', '127.0.0.1', 'ready', 'h-barrier', id FROM sites WHERE "
+                    "name = 'barrier'")
+        self.db.sql("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb) SELECT id, g, "
+                    "'GPU-barrier' || g, 'FAKE', 16384 FROM nodes, generate_series(0,1) g "
+                    "WHERE name = 'node-barrier'")
+        self.make_team("gamma", quota=2)
+        barriers = []
+
+        def scheduler_pass():
+            barriers.append(self.wait_scheduler_pass(self.job_spec(
+                "gamma", name="barrier", site="barrier"))["id"])
         # Beta has no quota for now, so alpha may borrow the whole cluster.
         self.admin.request("PATCH", "/api/v1/teams/" + self.team_b["id"], body={"gpu_quota": 0})
         st, big, _ = self.alice.post("/api/v1/jobs", self.job_spec("alpha", name="gang8",
@@ -130,7 +147,7 @@ class JobsTest(ServerTest):
         self.assertEqual([a["rank_start"] for a in allocs], [0, 4])
         # The cluster is full: a 1-GPU job waits.
         st, small, _ = self.bob.post("/api/v1/jobs", self.job_spec("beta", name="small"))
-        time.sleep(1.5)
+        scheduler_pass()
         st, j2, _ = self.bob.get("/api/v1/jobs/" + small["id"])
         self.assertEqual(j2["state"], "QUEUED")
         # Beta gets its quota back: alpha's borrowed gang is preempted.
@@ -142,17 +159,19 @@ class JobsTest(ServerTest):
         # Cancelling the waiting gang ends it.
         st, b, _ = self.alice.post("/api/v1/jobs/%s/cancel" % big["id"])
         self.assertEqual((st, b["state"]), (202, "CANCELLED"))
-        booked = self.db.sql("SELECT count(*) FROM allocations WHERE released_at IS NULL")[0][0]
+        booked = self.db.sql("SELECT count(*) FROM allocations WHERE released_at IS NULL AND "
+                             "job_id NOT IN (%s)" % ",".join(barriers))[0][0]
         self.assertEqual(booked, "1")
         # A draining node takes no new work.
-        self.db.sql("UPDATE nodes SET state = 'draining'")
+        self.db.sql("UPDATE nodes SET state = 'draining' WHERE name <> 'node-barrier'")
         st, third, _ = self.bob.post("/api/v1/jobs", self.job_spec("beta", name="third"))
-        time.sleep(1.5)
+        scheduler_pass()
         self.assertEqual(self.bob.get("/api/v1/jobs/" + third["id"])[1]["state"], "QUEUED")
         self.db.sql("UPDATE nodes SET state = 'ready'")
         self.wait_state(third["id"], "PLACED", client=self.bob)
         placed = self.db.sql("SELECT count(*) FROM audit_events WHERE action = 'job.state' AND "
-                             "details LIKE '%\"to\":\"PLACED\"%'")[0][0]
+                             "details LIKE '%%\"to\":\"PLACED\"%%' AND target NOT IN (%s)"
+                             % ",".join("'job:%s'" % b for b in barriers))[0][0]
         self.assertEqual(placed, "3")
         self.assertEqual(self.admin.get("/api/v1/audit/verify")[1]["valid"], True)
         self.db.sql("UPDATE allocations SET released_at = now()")

@@ -24,7 +24,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -187,7 +186,7 @@ class PolicyTest(ServerTest):
         self.assertEqual(s["storage_roots"], [self.root])
         self.assertEqual(s["networks"], [])
         rows = self.db.sql("SELECT actor, outcome FROM audit_events WHERE action = 'site.update' "
-                           "AND target = 'site:1'")
+                           "AND target = 'site:default'")
         self.assertEqual(rows, [["system", "success"]])
         # members see names only
         st, lst, _ = self.ali.get("/api/v1/sites")
@@ -415,8 +414,7 @@ class PolicyTest(ServerTest):
                            "action = 'policy.violation' ORDER BY id DESC LIMIT %d" % refused_403)
         for actor, target, outcome, details in rows:
             d = json.loads(details)
-            self.assertEqual((actor, target, outcome), ("user:ali", "team:" + self.alpha["id"],
-                                                        "denied"))
+            self.assertEqual((actor, target, outcome), ("user:ali", "team:alpha", "denied"))
             self.assertEqual(d["stage"], "submit")
             self.assertIn(d["field"], ("datasets[1]", "output_dir", "working_dir"))
             self.assertTrue(d["reason"])
@@ -622,7 +620,7 @@ class PolicyTest(ServerTest):
         self.make_site("east", ["/srv/east"])
         st, job, _ = self.ali.post("/api/v1/jobs", self.job_spec("alpha", site="east"))
         self.assertEqual(st, 201, job)
-        time.sleep(2)  # ten scheduler passes
+        self.wait_scheduler_pass(self.job_spec("alpha", name="barrier"), client=self.ali)
         st, job, _ = self.admin.get("/api/v1/jobs/" + job["id"])
         self.assertEqual(job["state"], "QUEUED")
         self.assertEqual(self.count("SELECT count(*) FROM allocations WHERE job_id = %s"

@@ -14,19 +14,16 @@ from harness import ServerTest, Worker, wait_for  # noqa: E402
 SLEEP = os.path.join(os.path.abspath(harness.SRC), "examples", "sleep_rank.py")
 
 
-def pids_running(marker):
-    """Processes whose command line holds marker (ranks of one job)."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
+def ranks(marker):
+    """The job's ranks on this host, as (pid, start time) pairs: both attempts
+    run the same command line, so only the processes themselves tell the old
+    attempt's ranks from the new one's."""
+    return harness.processes_with_cmdline(marker)
+
+
+def exactly(n, exclude=frozenset()):
+    """A wait_for test: the ranks now running when they are n, none of exclude."""
+    return lambda found: found if len(found) == n and not found & exclude else None
 
 
 class PreemptionTest(ServerTest):
@@ -61,7 +58,7 @@ class PreemptionTest(ServerTest):
             wait_for(lambda: self.job(big["id"])["state"] == "RUNNING", timeout=60,
                      what="the borrower's job to run")
             # (a rank reported started may not have exec'd python yet)
-            wait_for(lambda: len(pids_running(marker)) == 2, timeout=30, what="two ranks")
+            old = wait_for(lambda: exactly(2)(ranks(marker)), timeout=30, what="two ranks")
 
             st, mine, _ = self.admin.post("/api/v1/jobs", {
                 "name": "owned", "team": "owner", "resources": {"gpus": 1}, "max_restarts": 0,
@@ -76,17 +73,19 @@ class PreemptionTest(ServerTest):
             self.assertIn("preempted for job %s" % mine["id"], preempted[0]["reason"])
             self.assertIn("team quota", preempted[0]["reason"])
             # ...the borrower's ranks of that attempt are gone from the node,
+            wait_for(lambda: not ranks(marker) & old, timeout=60,
+                     what="the preempted attempt's ranks to end")
             # and it runs again (same job, next attempt) without a restart used.
             wait_for(lambda: self.job(big["id"])["state"] == "RUNNING" and
                      self.job(big["id"])["attempt"] >= 2, timeout=60,
                      what="the borrower to run again")
             again = self.job(big["id"])
             self.assertEqual(again["restarts"], 0, again)
-            wait_for(lambda: len(pids_running(marker)) == 2, timeout=30,
+            wait_for(lambda: exactly(2, exclude=old)(ranks(marker)), timeout=30,
                      what="two ranks of the new attempt, none left of the old")
             st, _, _ = self.admin.post("/api/v1/jobs/%s/cancel" % big["id"], {})
             self.assertEqual(st, 202)  # running: the workers stop the ranks
-            wait_for(lambda: not pids_running(marker), timeout=60, what="no rank left")
+            wait_for(lambda: not ranks(marker), timeout=60, what="no rank left")
             # The job ends when its worker has reported the ranks' exit.
             wait_for(lambda: self.job(big["id"])["state"] == "CANCELLED", timeout=60,
                      what="the job to end CANCELLED")

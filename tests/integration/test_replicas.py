@@ -28,9 +28,23 @@ class ReplicaTest(harness.unittest.TestCase):
                    "('r1', '127.0.0.1', 'ready', 'x1')")
             db.sql("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb) SELECT id, g, 'G' || g, "
                    "'FAKE', 1 FROM nodes, generate_series(0, 3) g")
+            # A job of its own site and node, placed by a pass, proves a pass ran;
+            # no job of team rep can use that node.
+            self.assertEqual(admin.post("/api/v1/teams", {"name": "bar"})[0], 201)
+            self.assertEqual(admin.post("/api/v1/sites", {"name": "bar",
+                                                          "storage_roots": ["/srv/bar"]})[0], 201)
+            db.sql("INSERT INTO nodes (name, addr, state, credential_hash, site_id) SELECT 'rb', "
+                   "'127.0.0.1', 'ready', 'xb', id FROM sites WHERE name = 'bar'")
+            db.sql("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb) SELECT id, 0, 'GB', "
+                   "'FAKE', 1 FROM nodes WHERE name = 'rb'")
+
+            def rep_placed():
+                return db.sql("SELECT count(*) FROM jobs j JOIN teams t ON t.id = j.team_id "
+                              "WHERE t.name = 'rep' AND j.state = 'PLACED'")[0][0]
             wait_for(lambda: any("this replica leads scheduling" in s.log_text() for s in (a, b)),
                      timeout=20, what="a leader")
-            time.sleep(0.5)
+            # (the follower's log is read again below, after the passes that
+            # placed the jobs: it must never say it leads)
             leaders = [s for s in (a, b) if "this replica leads scheduling" in s.log_text()]
             self.assertEqual(len(leaders), 1, "exactly one leader")
             leader, follower = leaders[0], (b if leaders[0] is a else a)
@@ -44,12 +58,17 @@ class ReplicaTest(harness.unittest.TestCase):
                                                      "resources": {"gpus": 1}})
                 self.assertEqual(st, 201, job)
                 ids.append(job["id"])
-            wait_for(lambda: db.sql("SELECT count(*) FROM jobs WHERE state = 'PLACED'")[0][0] == "4",
-                     what="4 placed")
-            time.sleep(1)
-            self.assertEqual(db.sql("SELECT count(*) FROM jobs WHERE state = 'PLACED'")[0][0], "4")
-            booked = db.sql("SELECT g, count(*) FROM allocations, unnest(gpu_indices) g WHERE "
-                            "released_at IS NULL GROUP BY g HAVING count(*) > 1")
+            wait_for(lambda: rep_placed() == "4", what="4 placed")
+            # Passes after that leave the other two queued.
+            st, bar, _ = admin.post("/api/v1/jobs", {"name": "bar", "team": "bar", "site": "bar",
+                                                     "command": ["/bin/true"],
+                                                     "resources": {"gpus": 1}})
+            self.assertEqual(st, 201, bar)
+            wait_for(lambda: db.sql("SELECT state FROM jobs WHERE id = %s" % bar["id"])[0][0]
+                     == "PLACED", timeout=20, what="a scheduler pass to place the bar job")
+            self.assertEqual(rep_placed(), "4")
+            booked = db.sql("SELECT node_id, g, count(*) FROM allocations, unnest(gpu_indices) g "
+                            "WHERE released_at IS NULL GROUP BY node_id, g HAVING count(*) > 1")
             self.assertEqual(booked, [], "a GPU booked twice")
             self.assertNotIn("this replica leads scheduling", follower.log_text())
             # The leader goes away: the follower takes the lock and schedules.
@@ -57,7 +76,8 @@ class ReplicaTest(harness.unittest.TestCase):
             # Finish exactly the placed jobs, in one transaction: the follower may
             # take the lock at any moment and place the queued ones, which must
             # stay placed.
-            placed = [r[0] for r in db.sql("SELECT id FROM jobs WHERE state = 'PLACED'")]
+            placed = [r[0] for r in db.sql("SELECT id FROM jobs WHERE state = 'PLACED' AND "
+                                           "id <> %s" % bar["id"])]
             self.assertEqual(len(placed), 4)
             db.sql("BEGIN; UPDATE jobs SET state = 'SUCCEEDED' WHERE id IN (%s); "
                    "UPDATE allocations SET released_at = now() WHERE job_id IN (%s); COMMIT"
@@ -68,8 +88,8 @@ class ReplicaTest(harness.unittest.TestCase):
                                     "resources": {"gpus": 1}})
             wait_for(lambda: "this replica leads scheduling" in follower.log_text(), timeout=20,
                      what="the follower to lead")
-            wait_for(lambda: db.sql("SELECT count(*) FROM jobs WHERE state = 'PLACED'")[0][0] == "3",
-                     timeout=20, what="the queued jobs placed by the new leader")
+            wait_for(lambda: rep_placed() == "3", timeout=20,
+                     what="the queued jobs placed by the new leader")
         finally:
             for s in (a, b):
                 if s.proc.poll() is None:

@@ -46,7 +46,11 @@ class TemplatesTest(ServerTest):
         st, body, _ = self.admin.get("/api/v1/templates")
         self.assertEqual(st, 200, body)
         ids = [t["id"] for t in body["templates"]]
-        self.assertEqual(ids, ["ddp-mlp-demo", "sleep-test"])
+        # By each file's "order": the quick CPU demo first (the dashboard's
+        # first button), the sleep test last.
+        self.assertEqual(ids, ["ddp-mlp-demo", "defect-resnet50", "product-ddpm", "product-embed",
+                               "review-textcls", "chatbot-gpt2", "bench-resnet50", "bench-gpt2",
+                               "sleep-test"])
         ddp = body["templates"][0]
         self.assertEqual(ddp["name"], {"zh-CN": "DDP MLP 示例", "en": "DDP MLP demo"})
         self.assertEqual(ddp["script"], "ddp_mlp.py")
@@ -62,7 +66,7 @@ class TemplatesTest(ServerTest):
         st, one, _ = self.admin.get("/api/v1/templates/ddp-mlp-demo")
         self.assertEqual(st, 200, one)
         self.assertEqual(one, ddp)
-        sleep = body["templates"][1]
+        sleep = body["templates"][-1]
         self.assertIsNone(sleep["script"])
         self.assertEqual(sleep["job"]["command"], ["/bin/sleep", "60"])
         self.assert_error(self.admin.get("/api/v1/templates/no-such"), 404, "not_found")

@@ -67,6 +67,22 @@ static void test_str_equal(void **state)
     assert_false(crypto_str_equal("abc", "ab"));
 }
 
+static void test_wipe(void **state)
+{
+    char secret[] = "tyn_secret-credential";
+    char *heap = strdup("Authorization: Bearer tyn_x");
+    (void)state;
+
+    crypto_wipe(secret, strlen(secret));
+    for (size_t i = 0; i < sizeof(secret); i++)
+        assert_int_equal(secret[i], 0);
+    crypto_wipe(NULL, 4); /* no-ops */
+    crypto_wipe(secret, 0);
+    assert_non_null(heap);
+    crypto_free_secret(heap); /* under ASan: freed exactly once */
+    crypto_free_secret(NULL);
+}
+
 static void test_audit_canonical(void **state)
 {
     json_t *d = json_pack("{s:s,s:i}", "z", "\xe4\xb8\xad", "a", 1);
@@ -108,9 +124,10 @@ static void test_audit_ts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha256),          cmocka_unit_test(test_tokens),
-        cmocka_unit_test(test_password_hash),   cmocka_unit_test(test_str_equal),
-        cmocka_unit_test(test_audit_canonical), cmocka_unit_test(test_audit_ts),
+        cmocka_unit_test(test_sha256),        cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_password_hash), cmocka_unit_test(test_str_equal),
+        cmocka_unit_test(test_wipe),          cmocka_unit_test(test_audit_canonical),
+        cmocka_unit_test(test_audit_ts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

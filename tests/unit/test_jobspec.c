@@ -126,6 +126,8 @@ static void test_minimal_defaults(void **state)
     assert_null(spec->working_dir);
     assert_null(spec->template);
     assert_string_equal(spec->site, "default");
+    assert_int_equal(spec->strategy, JOBSPEC_STRATEGY_NONE);
+    assert_null(spec->params);
 
     j = jobspec_to_json(spec);
     want = load("{\"name\":\"resnet50 baseline\",\"team\":\"vision\","
@@ -133,7 +135,7 @@ static void test_minimal_defaults(void **state)
                 "\"resources\":{\"gpus\":8,\"gpus_per_node\":null},\"priority\":\"normal\","
                 "\"max_restarts\":3,\"time_limit_s\":86400,\"env\":{},\"datasets\":[],"
                 "\"output_dir\":null,\"working_dir\":null,\"template\":null,"
-                "\"site\":\"default\"}");
+                "\"site\":\"default\",\"strategy\":null,\"params\":null}");
     assert_true(json_equal(j, want));
     json_decref(j);
     json_decref(want);
@@ -599,6 +601,64 @@ static void test_determinism(void **state)
     }
 }
 
+/* strategy (issue 8's names) and params (a template job's record). */
+static void test_strategy_and_params(void **state)
+{
+    static const char *const names[] = {"auto", "ddp", "zero1", "zero2", "zero3", "fsdp"};
+    struct jobspec *spec;
+    char patch[128];
+    json_t *j;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(patch, sizeof(patch), "{\"strategy\":\"%s\"}", names[i]);
+        spec = expect_ok_json(spec_with(patch));
+        assert_int_equal(spec->strategy, (int)i + 1);
+        assert_string_equal(jobspec_strategy_str(spec->strategy), names[i]);
+        j = jobspec_to_json(spec);
+        assert_string_equal(json_string_value(json_object_get(j, "strategy")), names[i]);
+        json_decref(j);
+        check_round_trip(spec);
+        jobspec_free(spec);
+    }
+    assert_null(jobspec_strategy_str(JOBSPEC_STRATEGY_NONE));
+    expect_ok("{\"strategy\":null,\"params\":null}");
+    expect_bad("{\"strategy\":\"zero\"}", "strategy",
+               "strategy must be one of auto, ddp, zero1, zero2, zero3, fsdp", "got \"zero\"");
+    expect_bad("{\"strategy\":\"AUTO\"}", "strategy", "one of auto", NULL);
+    expect_bad("{\"strategy\":1}", "strategy", "one of auto", "got 1");
+
+    spec = expect_ok_json(
+        spec_with("{\"template\":\"defect-resnet50\",\"params\":{\"steps\":200,\"lr\":0.01,"
+                  "\"arch\":\"tiny\",\"amp\":true,\"pretrained\":\"\"}}"));
+    assert_int_equal(json_object_size(spec->params), 5);
+    j = jobspec_to_json(spec);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "params"), "steps")),
+                     200);
+    /* Kept in the order given: the template's. */
+    assert_string_equal(json_object_iter_key(json_object_iter(json_object_get(j, "params"))),
+                        "steps");
+    json_decref(j);
+    check_round_trip(spec);
+    jobspec_free(spec);
+    expect_bad("{\"params\":[1]}", "params", "params must be an object", "got an array");
+    expect_bad("{\"params\":{\"Steps\":1}}", "params", "[a-z][a-z0-9_]*", "got \"Steps\"");
+    expect_bad("{\"params\":{\"b\":[],\"a\":{}}}", "params.a",
+               "must be a string, a number or a boolean", "got an object");
+    expect_bad("{\"params\":{\"a\":null}}", "params.a", "a string, a number or a boolean",
+               "got null");
+    expect_bad("{\"params\":{\"a\":\"x\\u0000y\"}}", "params.a", "NUL", NULL);
+    {
+        char big[1024];
+        size_t off = (size_t)snprintf(big, sizeof(big), "{\"params\":{");
+        for (int i = 0; i <= 64; i++)
+            off +=
+                (size_t)snprintf(big + off, sizeof(big) - off, "%s\"p%d\":%d", i ? "," : "", i, i);
+        snprintf(big + off, sizeof(big) - off, "}}");
+        expect_bad(big, "params", "at most 64 entries", "got 65");
+    }
+}
+
 static void test_free_null(void **state)
 {
     (void)state;
@@ -626,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_env),
         cmocka_unit_test(test_datasets),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_strategy_and_params),
         cmocka_unit_test(test_free_null),
     };
 

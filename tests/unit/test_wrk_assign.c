@@ -111,8 +111,12 @@ static void test_native(void **state)
     assert_null(env_get(env, "http_proxy"));
     assert_null(env_get(env, "HTTPS_PROXY"));
     assert_null(env_get(env, "TRAINYARD_DS_CONFIG"));
-    /* 3 inherited + 2 job/nccl + 7 TRAINYARD/offline + 8 per rank, each once */
-    assert_int_equal(count(env), 20);
+    /* No datasets and no output_dir (a server before issue 9): an empty list. */
+    assert_string_equal(env_get(env, "TRAINYARD_DATASETS"), "[]");
+    assert_null(env_get(env, "TRAINYARD_DATA"));
+    assert_null(env_get(env, "TRAINYARD_OUTPUT_DIR"));
+    /* 3 inherited + 2 job/nccl + 8 TRAINYARD/offline + 8 per rank, each once */
+    assert_int_equal(count(env), 21);
     assert_string_equal(env_get(p->procs[0].envp, "CUDA_VISIBLE_DEVICES"), "0");
     assert_int_equal(p->procs[0].rank, 2);
     wrk_plan_free(p);
@@ -215,6 +219,42 @@ static void test_horovod(void **state)
     wrk_assignment_free(a);
 }
 
+/* TRAINYARD_DATA (the first dataset), TRAINYARD_DATASETS (all, as JSON) and
+ * TRAINYARD_OUTPUT_DIR reach every rank, and a job's env cannot set them. */
+static void test_data_and_output_env(void **state)
+{
+    struct wrk_assignment *a = parse_ok(
+        "native", ",\"output_dir\":\"/srv/trainyard/out/7\",\"datasets\":[\"/srv/trainyard/data/"
+                  "defects\",\"/srv/trainyard/data/a:b \\\"c\\\"\"]");
+    struct wrk_plan *p = NULL;
+    json_t *list;
+    (void)state;
+
+    assert_string_equal(a->output_dir, "/srv/trainyard/out/7");
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, NULL), RC_OK);
+    for (size_t i = 0; i < p->nprocs; i++) {
+        char **env = p->procs[i].envp;
+        assert_string_equal(env_get(env, "TRAINYARD_DATA"), "/srv/trainyard/data/defects");
+        assert_string_equal(env_get(env, "TRAINYARD_OUTPUT_DIR"), "/srv/trainyard/out/7");
+        list = json_loads(env_get(env, "TRAINYARD_DATASETS"), 0, NULL);
+        assert_int_equal(json_array_size(list), 2);
+        assert_string_equal(json_string_value(json_array_get(list, 1)),
+                            "/srv/trainyard/data/a:b \"c\"");
+        json_decref(list);
+    }
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+    /* The job's env names them in vain: the platform's values win. */
+    a = parse_ok("torchrun",
+                 ",\"output_dir\":\"/o\",\"datasets\":[\"/d\"],"
+                 "\"env\":{\"TRAINYARD_DATA\":\"/elsewhere\",\"TRAINYARD_OUTPUT_DIR\":\"/x\"}");
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, NULL), RC_OK);
+    assert_string_equal(env_get(p->procs[0].envp, "TRAINYARD_DATA"), "/d");
+    assert_string_equal(env_get(p->procs[0].envp, "TRAINYARD_OUTPUT_DIR"), "/o");
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+}
+
 static void test_invalid(void **state)
 {
     static const char *bad[] = {
@@ -232,6 +272,10 @@ static void test_invalid(void **state)
         "\"node_rank\":0,\"local_world_size\":2,\"master_addr\":\"h\",\"master_port\":1,"
         "\"ranks\":[{\"rank\":0,\"local_rank\":0},{\"rank\":0,\"local_rank\":1}],"
         "\"work_dir\":\"/w\",\"checkpoint_dir\":\"/c\"}",
+        "{\"attempt_id\":\"31\",\"job_id\":\"7\",\"command\":[\"a\"],\"world_size\":1,\"nnodes\":1,"
+        "\"node_rank\":0,\"local_world_size\":1,\"master_addr\":\"h\",\"master_port\":1,"
+        "\"ranks\":[{\"rank\":0,\"local_rank\":0}],\"work_dir\":\"/w\",\"output_dir\":\"o\","
+        "\"checkpoint_dir\":\"/c\"}",
         "[]",
     };
     (void)state;
@@ -246,7 +290,7 @@ static void test_invalid(void **state)
         assert_int_equal(wrk_assignment_parse(o, &a, &id, &e), RC_EINVAL);
         assert_null(a);
         assert_true(e.message[0] != '\0');
-        if (i > 0 && i < 7)
+        if (i > 0 && i < 8)
             assert_string_equal(id, "31"); /* reportable */
         free(id);
         json_decref(o);
@@ -271,7 +315,7 @@ int main(void)
         cmocka_unit_test(test_native),   cmocka_unit_test(test_user_env_beats_nccl_env),
         cmocka_unit_test(test_torchrun), cmocka_unit_test(test_deepspeed),
         cmocka_unit_test(test_horovod),  cmocka_unit_test(test_invalid),
-        cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_ids),      cmocka_unit_test(test_data_and_output_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
