@@ -15,8 +15,10 @@
 
 enum cli_exit {
     CLI_EXIT_OK = 0,    /* success: for audit verify, the export verified */
-    CLI_EXIT_FAIL = 1,  /* the check ran and failed (audit verify: tampering found) */
-    CLI_EXIT_USAGE = 2, /* bad usage, I/O error, input that is not what was asked for */
+    CLI_EXIT_FAIL = 1,  /* the check ran and failed (audit verify: tampering found; submit,
+                           templates: the server refused the request) */
+    CLI_EXIT_USAGE = 2, /* bad usage, I/O error, input that is not what was asked for, a
+                           server that cannot be reached */
 };
 
 /* A command: argv[0] is the command's own name. Returns an enum cli_exit. */
@@ -30,5 +32,11 @@ struct cli_command {
 
 /* trainyard audit SUBCOMMAND ...: "verify" (cmd_audit.c). */
 int cli_cmd_audit(int argc, char **argv, FILE *out, FILE *err);
+
+/* trainyard templates [--json] [--server URL] (cmd_templates.c). */
+int cli_cmd_templates(int argc, char **argv, FILE *out, FILE *err);
+
+/* trainyard submit --template ID [--param K=V ...] ... (cmd_submit.c). */
+int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -3,6 +3,7 @@
  * runs it (cli.h). Commands live in cmd_<name>.c inside ty_cli, so tests run
  * them without a process.
  */
+#include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,8 @@ static int cmd_help(int argc, char **argv, FILE *out, FILE *err);
 
 static const struct cli_command commands[] = {
     {"audit", "verify signed audit exports offline (audit verify)", cli_cmd_audit},
+    {"templates", "list the server's job templates", cli_cmd_templates},
+    {"submit", "submit a job from a template (--template ID --param K=V ...)", cli_cmd_submit},
     {"version", "print the version", cmd_version},
     {"help", "print this help", cmd_help},
 };
@@ -61,7 +64,13 @@ int main(int argc, char **argv)
         return cmd_version(argc - 1, argv + 1, stdout, stderr);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (strcmp(argv[1], commands[i].name) == 0) {
+            /* Once, before any client (cli/client.h); audit needs none. */
+            if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                fprintf(stderr, "trainyard: cannot initialise libcurl\n");
+                return CLI_EXIT_USAGE;
+            }
             code = commands[i].run(argc - 1, argv + 1, stdout, stderr);
+            curl_global_cleanup();
             if (fflush(stdout) != 0 && code == CLI_EXIT_OK)
                 code = CLI_EXIT_USAGE; /* the verdict did not reach its reader */
             return code;
