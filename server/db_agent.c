@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "jobplan.h"
 #include "outputs.h"
 
 /* A JSON value as compact text (malloc'ed) or NULL. */
@@ -294,6 +295,29 @@ enum rc db_attempts_lost_on_node(PGconn *c, int64_t node_id, const json_t *runni
     return rc;
 }
 
+/* "plan_env" and "deepspeed_config" of assignment a from the attempt's plan
+ * (JSON text, or NULL when the job has none). */
+static enum rc plan_into(json_t *a, const json_t *spec, const char *plan_text)
+{
+    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
+    json_t *env = NULL, *ds = NULL;
+    enum rc rc;
+
+    if (plan_text != NULL && plan == NULL)
+        return RC_ENOMEM;
+    rc = jobplan_launch(plan, spec, &env, &ds);
+    json_decref(plan);
+    if (rc != RC_OK)
+        return rc;
+    if (json_object_set_new(a, "plan_env", env) != 0) {
+        json_decref(ds);
+        return RC_ENOMEM;
+    }
+    if (ds != NULL && json_object_set_new(a, "deepspeed_config", ds) != 0)
+        return RC_ENOMEM;
+    return RC_OK;
+}
+
 /* One assignment of the protocol from a joined allocation row. */
 static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
 {
@@ -369,6 +393,13 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
     /* The worker checks every path again with realpath, inside its own
      * --allowed-root dirs and inside these roots of the job's site; the
      * datasets are the local paths the submit check accepted. */
+    /* The advisor's plan (issue 8, jobplan.h): its TRAINYARD_* env for every
+     * rank and, for a DeepSpeed plan, the ds_config.json the worker writes. */
+    if (a != NULL &&
+        plan_into(a, spec, PQgetisnull(r, i, 17) ? NULL : PQgetvalue(r, i, 17)) != RC_OK) {
+        json_decref(a);
+        a = NULL;
+    }
     if (a != NULL) {
         json_t *ds = json_object_get(paths, "datasets");
         if (json_object_set(a, "allowed_roots", site_roots) != 0 ||
@@ -469,7 +500,7 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
                 "array_to_json(a.gpu_indices), a.rank_start, t.master_addr, t.master_port, "
                 "t.resume_from, j.time_limit_s, j.state, (SELECT array_to_json(s.networks) FROM "
                 "sites s WHERE s.id = j.site_id), (SELECT array_to_json(s.storage_roots) FROM "
-                "sites s WHERE s.id = j.site_id), j.paths",
+                "sites s WHERE s.id = j.site_id), j.paths, t.plan",
                 3, p);
     rc = db_result_rc(r, req_id);
     for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {
