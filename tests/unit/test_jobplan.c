@@ -130,168 +130,64 @@ static void test_fake_gpus_are_cpu(void **state)
     json_decref(nodes);
 }
 
-#define GPU(i, mem, cc, peers)                                                                     \
-    "{\"idx\":" #i ",\"model\":\"A\",\"memory_mb\":" #mem ",\"compute_capability\":\"" cc          \
-    "\",\"fake\":false,\"nvlink_peers\":" peers "}"
-#define CAPS_OK(torch, fsdp)                                                                       \
-    "{\"probe\":\"ok\",\"torch\":\"" torch "\",\"fsdp\":" fsdp ",\"deepspeed\":false}"
+/* Node a: 2 x 40 GiB cc 8.0 with NVLink (12 links), PyTorch 2.1 with FSDP. */
+static const char node_a[] =
+    "{\"name\":\"a\",\"memory_mb\":100000,\"gpus\":["
+    "{\"idx\":0,\"model\":\"A\",\"memory_mb\":40960,\"compute_capability\":\"8.0\","
+    "\"fake\":false,\"nvlink_peers\":[1]},"
+    "{\"idx\":1,\"model\":\"A\",\"memory_mb\":40960,\"compute_capability\":\"8.0\","
+    "\"fake\":false,\"nvlink_peers\":[0]}],"
+    "\"capabilities\":{\"probe\":\"ok\",\"torch\":\"2.1.0+cu121\",\"fsdp\":true,"
+    "\"deepspeed\":false},"
+    "\"interconnect\":{\"gpus\":[{\"index\":0,\"nvlinks\":12},{\"index\":1,\"nvlinks\":12}]}}";
+
+/* Node b: 4 x 80 GiB cc 9.0 on PCIe 4.0 x16, one active 200 Gb/s IB port,
+ * Debian's PyTorch, a probe. */
+static const char node_b[] =
+    "{\"name\":\"b\",\"memory_mb\":200000,\"gpus\":["
+    "{\"idx\":0,\"model\":\"H\",\"memory_mb\":81920,\"compute_capability\":\"9.0\","
+    "\"fake\":false,\"nvlink_peers\":[]},"
+    "{\"idx\":1,\"model\":\"H\",\"memory_mb\":81920,\"compute_capability\":\"9.0\","
+    "\"fake\":false,\"nvlink_peers\":[]},"
+    "{\"idx\":2,\"model\":\"H\",\"memory_mb\":81920,\"compute_capability\":\"9.0\","
+    "\"fake\":false,\"nvlink_peers\":[]},"
+    "{\"idx\":3,\"model\":\"H\",\"memory_mb\":81920,\"compute_capability\":\"9.0\","
+    "\"fake\":false,\"nvlink_peers\":[]}],"
+    "\"capabilities\":{\"probe\":\"ok\",\"torch\":\"1.13.0a0\",\"fsdp\":false,"
+    "\"deepspeed\":false},"
+    "\"interconnect\":{\"gpus\":["
+    "{\"index\":0,\"pcie\":{\"gen\":4,\"width\":16}},{\"index\":1,\"pcie\":{\"gen\":4,\"width\":16}"
+    "},"
+    "{\"index\":2,\"pcie\":{\"gen\":4,\"width\":16}},{\"index\":3,\"pcie\":{\"gen\":4,\"width\":16}"
+    "}],"
+    "\"infiniband\":[{\"hca\":\"mlx5_0\",\"state\":\"ACTIVE\",\"rate_gbps\":200.0}]},"
+    "\"nccl_probe\":{\"results\":[{\"bytes\":8,\"busbw_gbs\":0.001},"
+    "{\"bytes\":1073741824,\"busbw_gbs\":21.5}]}}";
+
+static const char *link_of(const json_t *alloc, const char *where)
+{
+    return json_string_value(json_object_get(json_object_get(alloc, where), "link"));
+}
 
 static void test_site_largest_and_placed_weakest(void **state)
 {
-    /* A: 2 x 40 GiB cc 8.0 NVLink; B: 4 x 80 GiB cc 9.0 PCIe 4.0 x16, IB. */
-    json_t
-        *nodes =
-            load(
-                "[{\"name\":\"a\",\"memory_mb\":100000,\"gpus\":[" GPU(0, 40960, "8.0", "[1]") "," GPU(1, 40960, "8.0", "[0]") "],\"capabilities\":" CAPS_OK(
-                    "2.1.0+cu121",
-                    "true") ",\"interconnect\":{\"gpus\":[{\"index\":0,\"nvlinks\":12},{\"index\":"
-                            "1,\"nvlinks\":12}]}},"
-                            "{\"name\":\"b\",\"memory_mb\":200000,\"gpus\":[" GPU(0, 81920, "9.0", "[]") "," GPU(
-                                1, 81920,
-                                "9.0", "[]") "," GPU(2, 81920, "9.0",
-                                                     "[]") "," GPU(3, 81920, "9.0",
-                                                                   "[]") "],"
-                                                                         "\"capabilities\""
-                                                                         ":" CAPS_OK("1.13.0a0",
-                                                                                     "false") ",\"i"
-                                                                                              "nter"
-                                                                                              "conn"
-                                                                                              "ect"
-                                                                                              "\":{"
-                                                                                              "\"gp"
-                                                                                              "us\""
-                                                                                              ":[{"
-                                                                                              "\"in"
-                                                                                              "dex"
-                                                                                              "\":"
-                                                                                              "0,"
-                                                                                              "\"pc"
-                                                                                              "ie\""
-                                                                                              ":{"
-                                                                                              "\"ge"
-                                                                                              "n\":"
-                                                                                              "4,"
-                                                                                              "\"wi"
-                                                                                              "dth"
-                                                                                              "\":"
-                                                                                              "16}}"
-                                                                                              ","
-                                                                                              "{\"i"
-                                                                                              "ndex"
-                                                                                              "\":"
-                                                                                              "1,"
-                                                                                              "\"pc"
-                                                                                              "ie\""
-                                                                                              ":{"
-                                                                                              "\"ge"
-                                                                                              "n\":"
-                                                                                              "4,"
-                                                                                              "\"wi"
-                                                                                              "dth"
-                                                                                              "\":"
-                                                                                              "16}}"
-                                                                                              ",{"
-                                                                                              "\"in"
-                                                                                              "dex"
-                                                                                              "\":"
-                                                                                              "2,"
-                                                                                              "\"pc"
-                                                                                              "ie\""
-                                                                                              ":{"
-                                                                                              "\"ge"
-                                                                                              "n\":"
-                                                                                              "4,"
-                                                                                              "\"wi"
-                                                                                              "dth"
-                                                                                              "\":"
-                                                                                              "16}}"
-                                                                                              ",{"
-                                                                                              "\"in"
-                                                                                              "dex"
-                                                                                              "\":"
-                                                                                              "3,"
-                                                                                              "\"pc"
-                                                                                              "ie\""
-                                                                                              ":{"
-                                                                                              "\"ge"
-                                                                                              "n\":"
-                                                                                              "4,"
-                                                                                              "\"wi"
-                                                                                              "dth"
-                                                                                              "\":"
-                                                                                              "16}}"
-                                                                                              "],"
-                                                                                              "\"in"
-                                                                                              "fini"
-                                                                                              "band"
-                                                                                              "\":"
-                                                                                              "[{"
-                                                                                              "\"hc"
-                                                                                              "a\":"
-                                                                                              "\"ml"
-                                                                                              "x5_"
-                                                                                              "0\","
-                                                                                              "\"st"
-                                                                                              "ate"
-                                                                                              "\":"
-                                                                                              "\"AC"
-                                                                                              "TIVE"
-                                                                                              "\","
-                                                                                              "\"ra"
-                                                                                              "te_"
-                                                                                              "gbps"
-                                                                                              "\":"
-                                                                                              "200."
-                                                                                              "0}]}"
-                                                                                              ",\"n"
-                                                                                              "ccl_"
-                                                                                              "prob"
-                                                                                              "e\":"
-                                                                                              "{\"r"
-                                                                                              "esul"
-                                                                                              "ts\""
-                                                                                              ":[{"
-                                                                                              "\"by"
-                                                                                              "tes"
-                                                                                              "\":"
-                                                                                              "8,"
-                                                                                              "\"bu"
-                                                                                              "sbw_"
-                                                                                              "gbs"
-                                                                                              "\":"
-                                                                                              "0."
-                                                                                              "001}"
-                                                                                              ",{"
-                                                                                              "\"by"
-                                                                                              "tes"
-                                                                                              "\":"
-                                                                                              "1073"
-                                                                                              "7418"
-                                                                                              "24,"
-                                                                                              "\"bu"
-                                                                                              "sbw_"
-                                                                                              "gbs"
-                                                                                              "\":"
-                                                                                              "21."
-                                                                                              "5}]}"
-                                                                                              "}]");
-    json_t *alloc = NULL, *caps = NULL;
-    char why[320];
+    char text[4096], why[320];
+    json_t *nodes, *alloc = NULL, *caps = NULL;
 
     (void)state;
+    snprintf(text, sizeof(text), "[%s,%s]", node_a, node_b);
+    nodes = load(text);
     /* Submit: the largest GPUs (b), 6 GPUs as 2 nodes of 3 (the largest
      * divisor of 6 that b has). */
     assert_int_equal(jobplan_site_alloc(nodes, 6, 0, &alloc, &caps, why, sizeof(why)), RC_OK);
     assert_int_equal(iget(alloc, "gpu_memory_bytes", NULL), INT64_C(81920) << 20);
     assert_true(json_number_value(json_object_get(alloc, "compute_capability")) == 9.0);
     assert_int_equal(iget(alloc, "gpus_per_node", NULL), 3);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(alloc, "intra_node"), "link")), "pcie");
+    assert_string_equal(link_of(alloc, "intra_node"), "pcie");
     /* PCIe 4.0 x16: 16 x 1.969 GB/s */
-    assert_true(rget(alloc, "intra_node", "gbps") > 31.4 &&
-                rget(alloc, "intra_node", "gbps") < 31.6);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(alloc, "inter_node"), "link")), "ib");
+    assert_true(rget(alloc, "intra_node", "gbps") > 31.4);
+    assert_true(rget(alloc, "intra_node", "gbps") < 31.6);
+    assert_string_equal(link_of(alloc, "inter_node"), "ib");
     assert_true(rget(alloc, "inter_node", "gbps") == 25.0);
     /* More than one node: the probe measured one node only. */
     assert_null(json_object_get(alloc, "measured_busbw_gbps"));
@@ -321,16 +217,10 @@ static void test_site_largest_and_placed_weakest(void **state)
     json_decref(nodes);
 
     /* Node a alone: NVLink between its two GPUs, 12 links x 25 GB/s, FSDP. */
-    nodes =
-        load("[{\"name\":\"a\",\"memory_mb\":100000,\"gpus\":[" GPU(0, 40960, "8.0", "[1]") "," GPU(
-            1, 40960, "8.0",
-            "[0]") "],\"capabilities\":" CAPS_OK("2.1.0+cu121",
-                                                 "true") ",\"interconnect\":{\"gpus\":[{\"index\":"
-                                                         "0,\"nvlinks\":12},{\"index\":1,"
-                                                         "\"nvlinks\":12}]}}]");
+    snprintf(text, sizeof(text), "[%s]", node_a);
+    nodes = load(text);
     assert_int_equal(jobplan_placed_alloc(nodes, &alloc, &caps, why, sizeof(why)), RC_OK);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(alloc, "intra_node"), "link")), "nvlink");
+    assert_string_equal(link_of(alloc, "intra_node"), "nvlink");
     assert_true(rget(alloc, "intra_node", "gbps") == 300.0);
     assert_string_equal(json_string_value(json_object_get(caps, "torch_version")), "2.1");
     assert_true(json_is_true(json_object_get(caps, "fsdp")));
