@@ -100,6 +100,20 @@ def refuse(reason, **fields):
     sys.exit(2)
 
 
+def exit_process(code):
+    """End the process with code once stdout and stderr are flushed, without
+    running interpreter shutdown. Why: with PyTorch 1.13 and gloo, the DDP
+    Reducer can be destroyed during shutdown while the main thread holds the
+    GIL; ~ProcessGroupGloo then joins a gloo worker thread that is itself
+    waiting for the GIL to free a tensor, and the rank hangs forever after
+    "done" (seen in test_examples on a loaded machine; the other rank had
+    exited). Every file the script writes is complete and renamed before
+    train() returns, so skipping shutdown loses nothing."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0 if code is None else code if isinstance(code, int) else 1)
+
+
 def fail(msg):
     """Bad input (data, flags, checkpoint): a clear message and exit 2."""
     print("trainyard: " + msg, file=sys.stderr, flush=True)

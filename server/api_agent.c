@@ -30,6 +30,7 @@
 #include "notify.h"
 #include "outputs.h"
 #include "pathpol.h"
+#include "topology.h"
 #include "waiters.h"
 
 #define AGENT_HEARTBEAT_MS 2000
@@ -232,8 +233,9 @@ out:
 /* Validate the inventory of a register body. */
 static enum rc check_inventory(struct srv_req *req)
 {
-    static const char *const allowed[] = {"hostname", "addr", "labels",  "cpus", "memory_mb",
-                                          "version",  "gpus", "running", NULL};
+    static const char *const allowed[] = {"hostname",     "addr",         "labels",     "cpus",
+                                          "memory_mb",    "version",      "gpus",       "running",
+                                          "capabilities", "interconnect", "nccl_probe", NULL};
     json_t *gpus, *g;
     size_t i;
     const char *s;
@@ -264,7 +266,41 @@ static enum rc check_inventory(struct srv_req *req)
     if (json_object_get(req->body, "running") != NULL &&
         !json_is_array(json_object_get(req->body, "running")))
         return srv_fail(req, RC_EINVAL, "running", "running must be an array");
+    /* What the node can run and how it is connected (topology.h): refused
+     * whole, before anything is written, when one field is off. */
+    if ((rc = topo_check_capabilities(json_object_get(req->body, "capabilities"), &req->err)) !=
+            RC_OK ||
+        (rc = topo_check_interconnect(json_object_get(req->body, "interconnect"), &req->err)) !=
+            RC_OK ||
+        (rc = topo_check_nccl_probe(json_object_get(req->body, "nccl_probe"), &req->err)) != RC_OK)
+        return rc;
     return RC_OK;
+}
+
+/*
+ * The audit record of a register: the inventory in brief (the full report
+ * is in the node's row and in GET /api/v1/nodes).
+ */
+static json_t *register_details(const json_t *body, const char *addr)
+{
+    const json_t *caps = json_object_get(body, "capabilities");
+    const json_t *ic = json_object_get(body, "interconnect"), *p;
+    const json_t *probe = json_object_get(body, "nccl_probe");
+    json_int_t ib_active = 0;
+    size_t i;
+
+    json_array_foreach(json_object_get(ic, "infiniband"), i, p)
+    {
+        const char *st = json_string_value(json_object_get(p, "state"));
+        ib_active += st != NULL && strcmp(st, "ACTIVE") == 0;
+    }
+    return json_pack("{s:I,s:s,s:O?,s:O?,s:O?,s:O?,s:I,s:I,s:b}", "gpus",
+                     (json_int_t)json_array_size(json_object_get(body, "gpus")), "addr", addr,
+                     "probe", json_object_get(caps, "probe"), "torch",
+                     json_object_get(caps, "torch"), "fsdp", json_object_get(caps, "fsdp"),
+                     "deepspeed", json_object_get(caps, "deepspeed"), "interfaces",
+                     (json_int_t)json_array_size(json_object_get(ic, "interfaces")),
+                     "infiniband_active", ib_active, "nccl_probe", json_is_object(probe));
 }
 
 /*
@@ -327,9 +363,7 @@ static enum rc register_body(struct srv_req *req, void *arg)
         rc = audit_node_state(req, old, new_state, "worker registered");
     if (rc == RC_OK) {
         char target[AUDIT_TARGET_SIZE];
-        json_t *d = json_pack("{s:I,s:s}", "gpus",
-                              (json_int_t)json_array_size(json_object_get(req->body, "gpus")),
-                              "addr", x->addr);
+        json_t *d = register_details(req->body, x->addr);
         rc = audit_target_name(AUDIT_TARGET_NODE, req->who.node_name, target);
         if (rc == RC_OK)
             rc = audit_append_req(req, "node.register", target, "success", d);
@@ -863,6 +897,29 @@ static enum rc exit_cause(struct srv_req *req, const char **cause)
     return RC_OK;
 }
 
+/*
+ * ranks[i].gpu_mem_peak_bytes, when present, is what NVML measured for the
+ * rank (worker/launcher.h); it is stored with the exit report for the
+ * comparison with the advisor's prediction, so it must be a plain size.
+ */
+static enum rc exit_peaks_check(struct srv_req *req)
+{
+    const json_t *r;
+    size_t i;
+
+    json_array_foreach(json_object_get(req->body, "ranks"), i, r)
+    {
+        const json_t *v = json_object_get(r, "gpu_mem_peak_bytes");
+        if (v != NULL && (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                          json_integer_value(v) > ((json_int_t)1 << 50))) {
+            char f[64];
+            snprintf(f, sizeof(f), "ranks[%zu].gpu_mem_peak_bytes", i);
+            return srv_fail(req, RC_EINVAL, f, "%s must be a byte count 0..2^50", f);
+        }
+    }
+    return RC_OK;
+}
+
 /* An exit report's transaction (api_tx body); nodes is reset on each run. */
 struct exit_tx {
     const char *actor;
@@ -943,7 +1000,7 @@ enum rc api_agent_exit(struct srv_req *req)
     if (req->body == NULL || !json_is_object(req->body) ||
         !json_is_array(json_object_get(req->body, "ranks")))
         return srv_fail(req, RC_EINVAL, "ranks", "the body needs a ranks array");
-    if ((rc = exit_cause(req, &x.cause)) != RC_OK)
+    if ((rc = exit_cause(req, &x.cause)) != RC_OK || (rc = exit_peaks_check(req)) != RC_OK)
         return rc;
     node_actor(req, actor, sizeof(actor));
     if ((rc = api_tx(req, exit_body, &x)) != RC_OK) {

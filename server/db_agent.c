@@ -9,6 +9,7 @@
 
 #include "db.h"
 #include "jobplan.h"
+#include "nccl_env.h"
 #include "outputs.h"
 
 /* A JSON value as compact text (malloc'ed) or NULL. */
@@ -89,6 +90,11 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
     char id[24], cpus[24], mem[24], site[24];
     const json_t *gpus = json_object_get(body, "gpus"), *g;
     char *labels = dump(json_object_get(body, "labels"));
+    /* Replaced at every register like the GPUs: what a worker no longer
+     * reports is unknown now, not what an older worker once said. */
+    char *caps = dump(json_object_get(body, "capabilities"));
+    char *ic = dump(json_object_get(body, "interconnect"));
+    char *probe = dump(json_object_get(body, "nccl_probe"));
     const char *host = json_string_value(json_object_get(body, "hostname"));
     const char *ver = json_string_value(json_object_get(body, "version"));
     PGresult *r;
@@ -106,16 +112,24 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
                            cpus,
                            mem,
                            ver ? ver : "",
-                           site_id > 0 ? db_i64(site_id, site, sizeof(site)) : NULL};
+                           site_id > 0 ? db_i64(site_id, site, sizeof(site)) : NULL,
+                           caps ? caps : "{}",
+                           ic ? ic : "{}",
+                           probe};
         r = db_exec(c,
                     "UPDATE nodes n SET hostname = $2, addr = $3, labels = coalesce($4::jsonb, "
                     "n.labels), cpus = $5, memory_mb = $6, version = $7, last_seen_at = now(), "
                     "generation = n.generation + 1, site_id = coalesce($8::bigint, n.site_id), "
-                    "state = CASE WHEN n.admin_drained THEN 'draining' ELSE 'ready' END "
-                    "FROM nodes o WHERE n.id = $1 AND o.id = n.id RETURNING o.state, n.state",
-                    8, p);
+                    "state = CASE WHEN n.admin_drained THEN 'draining' ELSE 'ready' END, "
+                    "capabilities = $9::jsonb, interconnect = $10::jsonb, nccl_probe = "
+                    "nullif($11::jsonb, 'null'::jsonb) FROM nodes o WHERE n.id = $1 AND o.id = "
+                    "n.id RETURNING o.state, n.state",
+                    11, p);
     }
     free(labels);
+    free(caps);
+    free(ic);
+    free(probe);
     rc = node_states(r, old_state, new_state, state_size, req_id);
     if (rc == RC_OK) {
         const char *p[] = {id};
@@ -318,8 +332,45 @@ static enum rc plan_into(json_t *a, const json_t *spec, const char *plan_text)
     return RC_OK;
 }
 
-/* One assignment of the protocol from a joined allocation row. */
-static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
+/*
+ * The NCCL/gloo settings of row i's node (nccl_env.h), from the attempt's
+ * nodes (column 17) and the job's env. *env: what the assignment carries;
+ * *stored: {"env","variables"} for allocations.nccl. RC_OK or RC_ENOMEM; a
+ * row whose node list does not parse gets no settings (RC_OK, empty env).
+ */
+static enum rc nccl_settings(PGresult *r, int i, const json_t *spec, json_t **env, json_t **stored)
+{
+    json_t *nodes = json_loads(PQgetvalue(r, i, 17), 0, NULL), *n, *shown = NULL;
+    long node_rank = strtol(PQgetvalue(r, i, 4), NULL, 10);
+    size_t k, self = (size_t)-1;
+    enum rc rc = RC_OK;
+
+    *env = *stored = NULL;
+    json_array_foreach(nodes, k, n)
+    {
+        if (json_integer_value(json_object_get(n, "node_rank")) == node_rank)
+            self = k;
+    }
+    if (self != (size_t)-1)
+        rc = nccl_env_derive(PQgetvalue(r, i, 9), json_object_get(spec, "env"), nodes, self, env,
+                             &shown);
+    if (rc == RC_OK && *env == NULL && (*env = json_object()) == NULL)
+        rc = RC_ENOMEM;
+    if (rc == RC_OK && shown != NULL &&
+        (*stored = json_pack("{s:O,s:o}", "env", *env, "variables", shown)) == NULL)
+        rc = RC_ENOMEM;
+    shown = NULL; /* stolen by the pack, even when it failed */
+    if (rc != RC_OK) {
+        json_decref(*env);
+        *env = NULL;
+    }
+    json_decref(nodes);
+    return rc;
+}
+
+/* One assignment of the protocol from a joined allocation row; *nccl (may
+ * stay NULL) receives the NCCL settings to record with the allocation. */
+static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg, json_t **nccl)
 {
     json_t *spec = json_loads(PQgetvalue(r, i, 3), 0, NULL);
     json_t *gpus = json_loads(PQgetvalue(r, i, 7), 0, NULL);
@@ -336,10 +387,13 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
     int rank_start = (int)strtol(PQgetvalue(r, i, 8), NULL, 10);
     int nranks = (int)json_array_size(gpus);
     size_t k;
-    json_t *g;
+    json_t *g, *nccl_env = NULL;
 
+    *nccl = NULL;
     if (spec == NULL || gpus == NULL || ranks == NULL || !json_is_array(site_roots) ||
         !json_is_object(paths))
+        goto out;
+    if (nccl_settings(r, i, spec, &nccl_env, nccl) != RC_OK)
         goto out;
     if (wd == NULL && json_object_get(paths, "datasets") == NULL)
         wd = json_string_value(json_object_get(spec, "working_dir"));
@@ -359,19 +413,19 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
     if (outputs_dir(od, storage_root, job, out_dir, sizeof(out_dir)) != RC_OK)
         goto out;
     snprintf(ckpt, sizeof(ckpt), "%s/checkpoints", out_dir);
-    a = json_pack("{s:s,s:s,s:i,s:O,s:O,s:O,s:i,s:i,s:i,s:i,s:s,s:i,s:O,s:s,s:s,s:s,s:I,s:i,"
-                  "s:{}}",
-                  "attempt_id", PQgetvalue(r, i, 0), "job_id", job, "attempt",
-                  (int)strtol(PQgetvalue(r, i, 2), NULL, 10), "launcher",
-                  json_object_get(spec, "launcher"), "command", json_object_get(spec, "command"),
-                  "env", json_object_get(spec, "env"), "node_rank",
-                  (int)strtol(PQgetvalue(r, i, 4), NULL, 10), "nnodes",
-                  (int)strtol(PQgetvalue(r, i, 5), NULL, 10), "world_size",
-                  (int)strtol(PQgetvalue(r, i, 6), NULL, 10), "local_world_size", nranks,
-                  "master_addr", PQgetvalue(r, i, 9), "master_port",
-                  (int)strtol(PQgetvalue(r, i, 10), NULL, 10), "ranks", ranks, "work_dir", work_dir,
-                  "checkpoint_dir", ckpt, "resume_from", PQgetvalue(r, i, 11), "time_limit_s",
-                  (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL, 10), "grace_s", 30, "nccl_env");
+    a = json_pack(
+        "{s:s,s:s,s:i,s:O,s:O,s:O,s:i,s:i,s:i,s:i,s:s,s:i,s:O,s:s,s:s,s:s,s:I,s:i,"
+        "s:O}",
+        "attempt_id", PQgetvalue(r, i, 0), "job_id", job, "attempt",
+        (int)strtol(PQgetvalue(r, i, 2), NULL, 10), "launcher", json_object_get(spec, "launcher"),
+        "command", json_object_get(spec, "command"), "env", json_object_get(spec, "env"),
+        "node_rank", (int)strtol(PQgetvalue(r, i, 4), NULL, 10), "nnodes",
+        (int)strtol(PQgetvalue(r, i, 5), NULL, 10), "world_size",
+        (int)strtol(PQgetvalue(r, i, 6), NULL, 10), "local_world_size", nranks, "master_addr",
+        PQgetvalue(r, i, 9), "master_port", (int)strtol(PQgetvalue(r, i, 10), NULL, 10), "ranks",
+        ranks, "work_dir", work_dir, "checkpoint_dir", ckpt, "resume_from", PQgetvalue(r, i, 11),
+        "time_limit_s", (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL, 10), "grace_s", 30,
+        "nccl_env", nccl_env);
     /* The job's outputs (TRAINYARD_OUTPUT_DIR): the worker checks and
      * creates it like checkpoint_dir, which lies below it. */
     if (a != NULL && json_object_set_new(a, "output_dir", json_string(out_dir)) != 0) {
@@ -390,16 +444,17 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
         if (!json_is_array(nets))
             json_decref(nets);
     }
-    /* The worker checks every path again with realpath, inside its own
-     * --allowed-root dirs and inside these roots of the job's site; the
-     * datasets are the local paths the submit check accepted. */
-    /* The advisor's plan (issue 8, jobplan.h): its TRAINYARD_* env for every
-     * rank and, for a DeepSpeed plan, the ds_config.json the worker writes. */
+    /* The advisor's plan (issue 8, jobplan.h; column 18, attempts.plan): its
+     * TRAINYARD_* env for every rank and, for a DeepSpeed plan, the
+     * ds_config.json the worker writes. */
     if (a != NULL &&
-        plan_into(a, spec, PQgetisnull(r, i, 17) ? NULL : PQgetvalue(r, i, 17)) != RC_OK) {
+        plan_into(a, spec, PQgetisnull(r, i, 18) ? NULL : PQgetvalue(r, i, 18)) != RC_OK) {
         json_decref(a);
         a = NULL;
     }
+    /* The worker checks every path again with realpath, inside its own
+     * --allowed-root dirs and inside these roots of the job's site; the
+     * datasets are the local paths the submit check accepted. */
     if (a != NULL) {
         json_t *ds = json_object_get(paths, "datasets");
         if (json_object_set(a, "allowed_roots", site_roots) != 0 ||
@@ -410,6 +465,11 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg)
         }
     }
 out:
+    if (a == NULL) {
+        json_decref(*nccl);
+        *nccl = NULL;
+    }
+    json_decref(nccl_env);
     json_decref(site_roots);
     json_decref(paths);
     json_decref(spec);
@@ -500,16 +560,33 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
                 "array_to_json(a.gpu_indices), a.rank_start, t.master_addr, t.master_port, "
                 "t.resume_from, j.time_limit_s, j.state, (SELECT array_to_json(s.networks) FROM "
                 "sites s WHERE s.id = j.site_id), (SELECT array_to_json(s.storage_roots) FROM "
-                "sites s WHERE s.id = j.site_id), j.paths, t.plan",
+                "sites s WHERE s.id = j.site_id), j.paths, (SELECT json_agg(json_build_object("
+                "'node_rank', x.node_rank, 'name', n.name, 'addr', n.addr, 'gpus', "
+                "array_to_json(x.gpu_indices), 'interconnect', n.interconnect, 'nccl_probe', "
+                "n.nccl_probe) ORDER BY x.node_rank) FROM allocations x JOIN nodes n ON n.id = "
+                "x.node_id WHERE x.attempt_id = a.attempt_id), t.plan",
                 3, p);
     rc = db_result_rc(r, req_id);
     for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {
-        json_t *a = assignment_json(r, k, storage_root);
+        json_t *nccl = NULL;
+        json_t *a = assignment_json(r, k, storage_root, &nccl);
         if (a == NULL) {
             rc = RC_ENOMEM;
             break;
         }
         json_array_append_new(*assignments, a);
+        /* What this node was given, with the reasons, for GET /api/v1/jobs/{id}. */
+        if (nccl != NULL) {
+            char *text = dump(nccl);
+            const char *pp[] = {PQgetvalue(r, k, 0), p[0], text};
+            rc = text == NULL ? RC_ENOMEM
+                              : db_exec_ok(c, req_id,
+                                           "UPDATE allocations SET nccl = $3::jsonb WHERE "
+                                           "attempt_id = $1 AND node_id = $2",
+                                           3, pp);
+            free(text);
+            json_decref(nccl);
+        }
         if (strcmp(PQgetvalue(r, k, 13), "PLACED") == 0)
             json_array_append_new(*jobs_started, json_string(PQgetvalue(r, k, 1)));
     }

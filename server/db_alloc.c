@@ -32,6 +32,47 @@ enum rc db_alloc_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req
     return rc;
 }
 
+enum rc db_nccl_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req_id)
+{
+    char id[24];
+    const char *p[] = {db_i64(job_id, id, sizeof(id))};
+    json_t *rows = NULL, *nodes = NULL, *row;
+    json_int_t attempt = 0;
+    size_t i;
+    enum rc rc;
+
+    *out = NULL;
+    rc = db_query_json(c,
+                       "SELECT n.name AS node, a.node_rank, a.nccl->'variables' AS variables, "
+                       "t.attempt FROM allocations a JOIN nodes n ON n.id = a.node_id JOIN "
+                       "attempts t ON t.id = a.attempt_id WHERE a.job_id = $1 AND a.nccl IS NOT "
+                       "NULL AND a.attempt_id = (SELECT max(x.attempt_id) FROM allocations x "
+                       "WHERE x.job_id = $1 AND x.nccl IS NOT NULL) ORDER BY a.node_rank",
+                       1, p, 0, &rows, req_id);
+    if (rc != RC_OK)
+        return rc;
+    if (json_array_size(rows) == 0) {
+        json_decref(rows);
+        *out = json_null();
+        return RC_OK;
+    }
+    nodes = json_array();
+    json_array_foreach(rows, i, row)
+    {
+        attempt = json_integer_value(json_object_get(row, "attempt"));
+        json_object_del(row, "attempt");
+        if (nodes != NULL && json_array_append(nodes, row) != 0) {
+            json_decref(nodes);
+            nodes = NULL;
+        }
+    }
+    json_decref(rows);
+    if (nodes == NULL)
+        return RC_ENOMEM;
+    *out = json_pack("{s:I,s:o}", "attempt", attempt, "nodes", nodes);
+    return *out != NULL ? RC_OK : RC_ENOMEM;
+}
+
 enum rc db_alloc_release_job(PGconn *c, int64_t job_id, const char *outcome, const char *req_id)
 {
     char id[24];

@@ -17,6 +17,14 @@
  * {node_id, node, node_rank, gpu_indices, rank_start}. */
 enum rc db_alloc_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req_id) TY_WUR;
 
+/*
+ * The NCCL/gloo settings the nodes of the job's latest handed-out attempt
+ * got (allocations.nccl, server/nccl_env.h), kept after the attempt ends:
+ * {"attempt":2,"nodes":[{"node","node_rank","variables":[...]}]}, or JSON
+ * null when no assignment was handed out yet.
+ */
+enum rc db_nccl_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req_id) TY_WUR;
+
 /* Give back every GPU the job holds and end its open attempt (outcome). */
 enum rc db_alloc_release_job(PGconn *c, int64_t job_id, const char *outcome,
                              const char *req_id) TY_WUR;

@@ -10,7 +10,8 @@ enum rc db_node_list(PGconn *c, json_t **out, const char *req_id)
     return db_query_json(
         c,
         "SELECT n.id, n.name, n.hostname, n.addr, n.labels, n.state, n.cpus, n.memory_mb, "
-        "n.version, n.gpu_stats, n.last_seen_at, coalesce((SELECT json_agg(json_build_object("
+        "n.version, n.gpu_stats, n.last_seen_at, n.capabilities, n.interconnect, n.nccl_probe, "
+        "coalesce((SELECT json_agg(json_build_object("
         "'index', g.idx, 'uuid', g.uuid, 'model', g.model, 'memory_mb', g.memory_mb, "
         "'compute_capability', g.compute_capability, 'nvlink_peers', g.nvlink_peers) ORDER BY "
         "g.idx) FROM gpus g WHERE g.node_id = n.id), '[]'::json) AS gpus, (SELECT "

@@ -11,7 +11,9 @@
 
 #include "err.h"
 
-/* Every node with its GPUs (array "gpus"), live GPU use and site name, by name. */
+/* Every node with its GPUs (array "gpus"), live GPU use, site name and what
+ * its worker reported at register (capabilities, interconnect, nccl_probe:
+ * server/topology.h), by name. */
 enum rc db_node_list(PGconn *c, json_t **out, const char *req_id) TY_WUR;
 
 #endif

@@ -246,11 +246,14 @@ out:
 
 enum rc jobs_decorate(struct srv_req *req, int64_t job_id, json_t *row)
 {
-    json_t *alloc = NULL, *placed = NULL, *metrics = NULL, *ranks = NULL, *cmp = NULL;
+    json_t *alloc = NULL, *nccl = NULL, *placed = NULL, *metrics = NULL, *ranks = NULL, *cmp = NULL;
     enum rc rc = db_alloc_of_job(req->db, job_id, &alloc, req->req_id);
 
     if (rc == RC_OK)
         json_object_set_new(row, "allocations", alloc);
+    /* The communication settings each node got, with their reasons. */
+    if (rc == RC_OK && (rc = db_nccl_of_job(req->db, job_id, &nccl, req->req_id)) == RC_OK)
+        json_object_set_new(row, "nccl", nccl);
     /* The plan its ranks got at placement, and its prediction next to what
      * the job measured (jobplan_compare). */
     if (rc == RC_OK)

@@ -33,7 +33,8 @@
 enum rc jobs_check_submit(struct srv_req *req, const struct jobspec *spec, int64_t team_id,
                           struct db_job_compliance *out) TY_WUR;
 
-/* Add "allocations" (node, GPU indices, ranks) of the current attempt to row. */
+/* Add "allocations" (node, GPU indices, ranks) of the current attempt and "nccl"
+ * (the NCCL/gloo settings of the latest handed-out attempt, db_alloc.h) to row. */
 enum rc jobs_decorate(struct srv_req *req, int64_t job_id, json_t *row) TY_WUR;
 
 /*

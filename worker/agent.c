@@ -31,16 +31,19 @@
 #include <unistd.h>
 
 #include "assign.h"
+#include "caps.h"
 #include "cause.h"
 #include "crypto.h"
 #include "http.h"
 #include "launcher.h"
 #include "log.h"
+#include "ncclbw.h"
 #include "netns.h"
 #include "pathchk.h"
 #include "pathpol.h"
 #include "shipper.h"
 #include "state.h"
+#include "topo.h"
 
 #ifndef TY_VERSION
 #define TY_VERSION "0.1.0"
@@ -48,6 +51,8 @@
 
 #define POLL_WAIT_S 30
 #define REQ_TIMEOUT_MS 15000L
+#define GPU_MEM_SAMPLE_MS 500          /* per-rank GPU memory peak sampling, while ranks run */
+#define NCCL_PROBE_MAX_BYTES (1 << 20) /* a probe file is a few KiB */
 
 struct qitem {
     struct qitem *next;
@@ -67,6 +72,8 @@ struct agent {
     struct wrk_launcher *launcher;
     struct wrk_shipper *shipper;
     json_t *labels;
+    json_t *caps;       /* the capability probe's result (caps.h) */
+    json_t *nccl_probe; /* --nccl-probe-file, checked, or NULL */
     char node_id[64];
     char *credential; /* owned; never logged */
     char hostname[256];
@@ -275,6 +282,71 @@ out:
 
 /* ---- register ---- */
 
+/*
+ * Network interfaces and InfiniBand ports (topo.h) plus the GPUs' PCIe and
+ * NVLink paths (gpu.h), read at each register so that a link brought up
+ * since the last start is seen. New reference or NULL (ENOMEM).
+ */
+static json_t *interconnect_json(struct agent *a)
+{
+    struct wrk_topo *t = malloc(sizeof(*t));
+    struct ifaddrs *ifa = NULL;
+    json_t *o = NULL, *g = NULL;
+
+    if (t == NULL)
+        return NULL;
+    if (getifaddrs(&ifa) != 0)
+        ifa = NULL; /* no addresses: still the IB ports */
+    wrk_topo_read(a->cfg->sys_root ? a->cfg->sys_root : "/sys", ifa, t);
+    if (ifa != NULL)
+        freeifaddrs(ifa);
+    o = wrk_topo_json(t);
+    g = wrk_gpus_interconnect_json(a->gpus);
+    if (o == NULL || g == NULL || json_object_update(o, g) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(g);
+    free(t);
+    return o;
+}
+
+/*
+ * --nccl-probe-file: read and check it with the server's rules (ncclbw.h).
+ * A missing or bad file is logged and left out of register, never fatal: the
+ * server would refuse the whole register over it, and the node is usable
+ * without a probe.
+ */
+static json_t *load_nccl_probe(const char *path)
+{
+    json_error_t jerr;
+    char why[160];
+    json_t *j;
+    struct stat sb;
+
+    if (path == NULL)
+        return NULL;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > NCCL_PROBE_MAX_BYTES) {
+        LOG_WARN("agent", "nccl probe file missing or too large, not reported", "path=%s", path);
+        return NULL;
+    }
+    j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (j == NULL) {
+        LOG_WARN("agent", "nccl probe file is not JSON, not reported", "path=%s line=%d", path,
+                 jerr.line);
+        return NULL;
+    }
+    if (!wrk_ncclbw_check(j, why, sizeof(why))) {
+        LOG_WARN("agent", "nccl probe file is invalid, not reported", "path=%s error=\"%s\"", path,
+                 why);
+        json_decref(j);
+        return NULL;
+    }
+    LOG_INFO("agent", "nccl probe loaded", "path=%s gpus=%lld", path,
+             (long long)json_integer_value(json_object_get(j, "gpus")));
+    return j;
+}
+
 static json_t *register_body(struct agent *a, const struct wrk_state *st)
 {
     json_t *running = json_array(), *gpus = wrk_gpus_register_json(a->gpus);
@@ -286,10 +358,11 @@ static json_t *register_body(struct agent *a, const struct wrk_state *st)
         json_array_append_new(running,
                               json_pack("{s:s, s:o*}", "attempt_id", sa->attempt_id, "pids", pids));
     }
-    return json_pack("{s:s, s:s, s:O, s:i, s:I, s:s, s:o*, s:o*}", "hostname", a->hostname, "addr",
-                     a->addr, "labels", a->labels, "cpus", wrk_host_cpus(), "memory_mb",
-                     (json_int_t)wrk_host_memory_mb(), "version", TY_VERSION, "gpus", gpus,
-                     "running", running);
+    return json_pack("{s:s, s:s, s:O, s:i, s:I, s:s, s:o*, s:o*, s:O, s:o*, s:O*}", "hostname",
+                     a->hostname, "addr", a->addr, "labels", a->labels, "cpus", wrk_host_cpus(),
+                     "memory_mb", (json_int_t)wrk_host_memory_mb(), "version", TY_VERSION, "gpus",
+                     gpus, "running", running, "capabilities", a->caps, "interconnect",
+                     interconnect_json(a), "nccl_probe", a->nccl_probe);
 }
 
 static int in_list(const json_t *arr, const char *id)
@@ -675,12 +748,25 @@ static enum rc check_paths(struct agent *a, const struct wrk_assignment *as, cha
 
 /* ---- --isolate-network (netns.h) ---- */
 
-/* Give every rank key=val unless the job's env sets key. */
+/*
+ * Give every rank key=val unless the job's own env sets key. A value the
+ * server derived (nccl_env) is replaced: it names a host interface the
+ * namespace does not have.
+ */
 static enum rc env_default(struct wrk_assignment *as, const char *key, const char *val)
 {
-    for (size_t i = 0; i < as->nenv; i++)
-        if (strcmp(as->env_keys[i], key) == 0)
+    for (size_t i = 0; i < as->nenv; i++) {
+        char *v;
+        if (strcmp(as->env_keys[i], key) != 0)
+            continue;
+        if (i < as->nenv_job)
             return RC_OK;
+        if ((v = strdup(val)) == NULL)
+            return RC_ENOMEM;
+        free(as->env_vals[i]);
+        as->env_vals[i] = v;
+        return RC_OK;
+    }
     if (as->nenv >= WRK_MAX_ENV)
         return RC_OK; /* a full table is the job's own choice of variables */
     as->env_keys[as->nenv] = strdup(key);
@@ -917,6 +1003,30 @@ static void drain_queue(struct agent *a)
     }
 }
 
+/*
+ * Raise each running rank's GPU memory peak from NVML's per-process figures
+ * (gpu.h); each process counts for its process group, which its rank leads.
+ * Nothing happens without NVML (fake GPUs): no figure is made up.
+ */
+static void sample_gpu_mem(struct agent *a)
+{
+    struct wrk_proc_mem pm[256];
+    struct wrk_group_mem gm[256];
+    int n = wrk_gpus_proc_mem(a->gpus, pm, sizeof(pm) / sizeof(pm[0]));
+    size_t k = 0;
+
+    for (int i = 0; i < n; i++) {
+        pid_t pg;
+        if (wrk_proc_pgid(pm[i].pid, &pg) != RC_OK)
+            continue; /* gone, or a pid of another PID namespace */
+        gm[k].pgid = pg;
+        gm[k].bytes = pm[i].bytes;
+        k++;
+    }
+    if (k > 0)
+        wrk_launcher_note_gpu_mem(a->launcher, gm, k);
+}
+
 static void heartbeat(struct agent *a)
 {
     json_t *body, *resp = NULL;
@@ -965,6 +1075,9 @@ static int setup(struct agent *a)
     }
     if (wrk_gpus_open(fake, c->name ? c->name : a->hostname, &a->gpus) != RC_OK)
         return -1;
+    if (wrk_caps_probe(c->python, WRK_CAPS_TIMEOUT_MS, &a->caps) != RC_OK)
+        return -1;
+    a->nccl_probe = load_nccl_probe(c->nccl_probe_file);
     return 0;
 }
 
@@ -975,7 +1088,7 @@ int wrk_agent_run(const struct wrk_config *cfg)
     struct wrk_launcher_cb cb;
     struct wrk_shipper_opts so;
     int ret = 1, joined, rc;
-    int64_t next_hb, drain_deadline = 0;
+    int64_t next_hb, next_mem = 0, drain_deadline = 0;
 
     memset(a, 0, sizeof(*a));
     a->cfg = cfg;
@@ -1089,6 +1202,10 @@ int wrk_agent_run(const struct wrk_config *cfg)
             next_hb = now + a->hb_ms;
         }
         drain_queue(a);
+        if (now >= next_mem && wrk_launcher_count(a->launcher) > 0) {
+            sample_gpu_mem(a);
+            next_mem = now + GPU_MEM_SAMPLE_MS;
+        }
         if (wrk_launcher_generation(a->launcher) != a->saved_gen)
             save_state(a);
         if (cfg->isolate_network && wrk_launcher_generation(a->launcher) != a->swept_gen) {
@@ -1140,6 +1257,8 @@ out:
     wrk_http_free(a->ship_http);
     wrk_gpus_free(a->gpus);
     json_decref(a->labels);
+    json_decref(a->caps);
+    json_decref(a->nccl_probe);
     crypto_free_secret(a->credential);
     pthread_mutex_destroy(&a->qmu);
     pthread_cond_destroy(&a->qcv);

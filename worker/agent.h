@@ -30,10 +30,13 @@ struct wrk_config {
     size_t nroots;
     int fake; /* use fake_spec instead of NVML */
     struct wrk_fake_spec fake_spec;
-    int grace_s;            /* shutdown grace for ranks, default 30 */
-    int heartbeat_ms;       /* default 2000; the server's answer to register wins */
-    int discover_only;      /* print the register body and exit */
-    int isolate_network;    /* --isolate-network: ranks in a network namespace */
+    int grace_s;         /* shutdown grace for ranks, default 30 */
+    int heartbeat_ms;    /* default 2000; the server's answer to register wins */
+    int discover_only;   /* print the register body and exit */
+    int isolate_network; /* --isolate-network: ranks in a network namespace */
+    const char *python;  /* --python: the interpreter the capability probe asks; "" = no probe */
+    const char *nccl_probe_file; /* --nccl-probe-file: trainyard-nccl-probe JSON, or NULL */
+    const char *sys_root;   /* --sys-root: where sysfs is, default "/sys" (tests use a fake one) */
     const atomic_int *stop; /* set by the signal handler: drain and exit */
 };
 

@@ -4,8 +4,12 @@
  * The environment of a rank is built, never inherited: it starts empty, takes
  * PATH/HOME/LANG/PYTHONPATH from the worker, then the job's "env" and the
  * assignment's "nccl_env" (minus any *_proxy variable: jobs run offline),
- * then the advisor's "plan_env" (TRAINYARD_* only), then the variables the protocol reserves, which
- * always win. A later set of the same name replaces the earlier one, so each name appears once.
+ * then the advisor's "plan_env" (TRAINYARD_* only), then the variables the
+ * protocol reserves, which always win. A later set of the same name replaces
+ * the earlier one, so each name appears once; but a name the job's own "env"
+ * sets is never replaced by "nccl_env": the user's choice wins over the
+ * server's derivation (the server leaves such names out anyway,
+ * server/nccl_env.h).
  */
 #include "assign.h"
 
@@ -268,6 +272,7 @@ static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct er
         return RC_ENOMEM;
     if ((rc = parse_env_obj(json_object_get(obj, "env"), "env", a, e)) != RC_OK)
         return rc;
+    a->nenv_job = a->nenv;
     if ((rc = parse_env_obj(json_object_get(obj, "nccl_env"), "nccl_env", a, e)) != RC_OK)
         return rc;
     /* The advisor's plan (issue 8): TRAINYARD_* names only, which a job's own
@@ -524,6 +529,15 @@ static void gpu_list(const int *g, size_t n, char *buf, size_t size)
     }
 }
 
+/* Whether the job's own "env" sets k. */
+static int job_sets(const struct wrk_assignment *a, const char *k)
+{
+    for (size_t i = 0; i < a->nenv_job; i++)
+        if (strcmp(a->env_keys[i], k) == 0)
+            return 1;
+    return 0;
+}
+
 /* TRAINYARD_DATASETS: the job's local dataset paths as a JSON array ("[]"). */
 static void env_datasets(struct strv *s, const struct wrk_assignment *a)
 {
@@ -557,7 +571,8 @@ static void env_common(struct strv *s, const struct wrk_assignment *a,
     env_set(s, "LANG", o->lang);
     env_set(s, "PYTHONPATH", o->pythonpath);
     for (size_t i = 0; i < plan_from; i++)
-        if (!is_proxy_var(a->env_keys[i]) && !is_reserved(a->env_keys[i]))
+        if (!is_proxy_var(a->env_keys[i]) && !is_reserved(a->env_keys[i]) &&
+            !(i >= a->nenv_job && job_sets(a, a->env_keys[i])))
             env_set(s, a->env_keys[i], a->env_vals[i]);
     /* The plan's TRAINYARD_* variables; the protocol's below still win. */
     for (size_t i = plan_from; i < a->nenv; i++)

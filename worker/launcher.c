@@ -57,6 +57,7 @@ struct lproc {
     int done;              /* under mu */
     int exit_code;         /* under mu */
     int signal;            /* under mu */
+    uint64_t gpu_peak;     /* under mu: bytes, wrk_launcher_note_gpu_mem(); 0 = never seen */
 };
 
 struct lattempt {
@@ -315,6 +316,7 @@ static void build_report(const struct lattempt *a, struct wrk_exit_report *r)
             r->ranks[i].rank = a->procs[i].rank;
             r->ranks[i].exit_code = a->procs[i].exit_code;
             r->ranks[i].signal = a->procs[i].signal;
+            r->ranks[i].gpu_mem_peak_bytes = a->procs[i].gpu_peak;
         }
     } else {
         /* one launcher process (torchrun) stands for all the node's ranks */
@@ -772,6 +774,30 @@ int wrk_launcher_gpu_busy(void *launcher, int gpu)
             busy |= a->gpus[i] == gpu;
     pthread_mutex_unlock(&l->mu);
     return busy;
+}
+
+void wrk_launcher_note_gpu_mem(struct wrk_launcher *l, const struct wrk_group_mem *m, size_t n)
+{
+    pthread_mutex_lock(&l->mu);
+    for (struct lattempt *a = l->head; a != NULL; a = a->next) {
+        if (a->nreport != a->nprocs && a->nreport != 0)
+            continue; /* torchrun: one process for all of the node's ranks */
+        for (size_t i = 0; i < a->nprocs; i++) {
+            struct lproc *p = &a->procs[i];
+            uint64_t sum = 0;
+            int seen = 0;
+            if (p->done || p->pgid <= 1)
+                continue;
+            for (size_t k = 0; k < n; k++)
+                if (m[k].pgid == p->pgid) {
+                    sum += m[k].bytes;
+                    seen = 1;
+                }
+            if (seen && sum > p->gpu_peak)
+                p->gpu_peak = sum;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
 }
 
 json_t *wrk_launcher_running_json(struct wrk_launcher *l)

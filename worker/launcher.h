@@ -35,8 +35,10 @@
 
 struct wrk_exit_rank {
     int rank;
-    int exit_code; /* -1 when killed by a signal or unknown */
-    int signal;    /* 0 unless killed by a signal */
+    int exit_code;               /* -1 when killed by a signal or unknown */
+    int signal;                  /* 0 unless killed by a signal */
+    uint64_t gpu_mem_peak_bytes; /* most GPU memory the rank's process group held at one
+                                    sample (wrk_launcher_note_gpu_mem); 0 = not measured */
 };
 
 struct wrk_exit_report {
@@ -121,6 +123,21 @@ int wrk_launcher_has(struct wrk_launcher *l, const char *attempt_id);
 
 /* Whether a running attempt uses GPU index gpu. Usable as wrk_gpus_sample's busy(). */
 int wrk_launcher_gpu_busy(void *launcher, int gpu);
+
+struct wrk_group_mem {
+    pid_t pgid;     /* a process group (each rank leads its own) */
+    uint64_t bytes; /* GPU memory used by one of its processes, summed over GPUs */
+};
+
+/*
+ * One sample of GPU memory per process (gpu.h wrk_gpus_proc_mem, each pid
+ * mapped to its group; m borrowed, several entries may name one group): each
+ * running rank of the native, deepspeed and horovod launchers raises its peak
+ * to the sum over its group, so data loader workers and other children count
+ * with their rank. A torchrun process stands for every rank of its node and
+ * gets no per-rank peak. Ranks never seen keep 0 (not measured).
+ */
+void wrk_launcher_note_gpu_mem(struct wrk_launcher *l, const struct wrk_group_mem *m, size_t n);
 
 /* [{"attempt_id":"31","pids":[...]}] of running attempts (new reference) or NULL on ENOMEM. */
 json_t *wrk_launcher_running_json(struct wrk_launcher *l);

@@ -43,8 +43,12 @@ static void usage(FILE *f)
                "         [--work-dir DIR] [--addr IP] [--allowed-root PATH ...] [--grace-s 30]\n"
                "         [--heartbeat-ms 2000] [--ca-file PEM] [--log-level info]\n"
                "         [--log-debug comps] [--discover] [--isolate-network]\n"
+               "         [--python python3] [--nccl-probe-file FILE] [--sys-root /sys]\n"
                "The join token is needed only on the first start; the node credential is\n"
                "then kept in WORK_DIR/node.json (mode 0600).\n"
+               "--python: the interpreter whose PyTorch, FSDP and DeepSpeed are probed at\n"
+               "start and reported (\"\" turns the probe off). --nccl-probe-file: the JSON\n"
+               "of trainyard-nccl-probe --json, uploaded with register.\n"
                "--isolate-network (root only): ranks run in a network namespace that reaches\n"
                "only loopback and the site's allowed networks (worker/README.md).\n");
 }
@@ -79,6 +83,9 @@ int main(int argc, char **argv)
         {"log-debug", required_argument, NULL, 'D'},
         {"discover", no_argument, NULL, 'd'},
         {"isolate-network", no_argument, NULL, 'I'},
+        {"python", required_argument, NULL, 'P'},
+        {"nccl-probe-file", required_argument, NULL, 'N'},
+        {"sys-root", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -91,6 +98,8 @@ int main(int argc, char **argv)
     cfg.work_dir = "/var/lib/trainyard-worker";
     cfg.grace_s = 30;
     cfg.heartbeat_ms = 2000;
+    cfg.python = "python3";
+    cfg.sys_root = "/sys";
     cfg.stop = &g_stop;
     err_init(&e);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -161,6 +170,19 @@ int main(int argc, char **argv)
             break;
         case 'I':
             cfg.isolate_network = 1;
+            break;
+        case 'P':
+            cfg.python = optarg;
+            break;
+        case 'N':
+            cfg.nccl_probe_file = optarg;
+            break;
+        case 'S':
+            if (optarg[0] != '/') {
+                fprintf(stderr, "trainyard-worker: --sys-root must be absolute\n");
+                return 2;
+            }
+            cfg.sys_root = optarg;
             break;
         case 'h':
             usage(stdout);

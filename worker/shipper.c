@@ -264,10 +264,16 @@ void wrk_shipper_exit(struct wrk_shipper *s, const struct wrk_exit_report *r)
     json_t *ranks = json_array();
     json_t *failure = NULL;
 
-    for (size_t i = 0; ranks != NULL && i < r->nranks; i++)
-        json_array_append_new(ranks,
-                              json_pack("{s:i, s:i, s:i}", "rank", r->ranks[i].rank, "exit_code",
-                                        r->ranks[i].exit_code, "signal", r->ranks[i].signal));
+    for (size_t i = 0; ranks != NULL && i < r->nranks; i++) {
+        const struct wrk_exit_rank *x = &r->ranks[i];
+        json_t *o = json_pack("{s:i, s:i, s:i}", "rank", x->rank, "exit_code", x->exit_code,
+                              "signal", x->signal);
+        /* Only what NVML measured: no figure at all for fake GPUs or an unseen rank. */
+        if (o != NULL && x->gpu_mem_peak_bytes > 0)
+            json_object_set_new(o, "gpu_mem_peak_bytes",
+                                json_integer((json_int_t)x->gpu_mem_peak_bytes));
+        json_array_append_new(ranks, o);
+    }
     /* A deterministic cause (cause.h): the server fails the job without a restart. */
     if (r->failure[0] != '\0')
         failure = json_pack("{s:s, s:s}", "code", r->failure, "detail", r->failure_detail);

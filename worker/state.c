@@ -208,14 +208,15 @@ out:
     return rc;
 }
 
-/* Parse /proc/<pid>/stat: state (field 3) and starttime (field 22). */
-static enum rc proc_stat(pid_t pid, char *state, uint64_t *starttime)
+/* Parse /proc/<pid>/stat: state (field 3), process group (field 5) and starttime (field 22). */
+static enum rc proc_stat(pid_t pid, char *state, pid_t *pgid, uint64_t *starttime)
 {
     char path[64], buf[1024];
     FILE *f;
     size_t n;
     char *p;
     unsigned long long st;
+    int pg;
 
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     f = fopen(path, "re");
@@ -229,11 +230,11 @@ static enum rc proc_stat(pid_t pid, char *state, uint64_t *starttime)
     if (p == NULL)
         return RC_ENOTFOUND;
     p++;
-    /* fields 3..22: state, then 18 numbers, then starttime */
-    if (sscanf(p,
-               " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-               state, &st) != 2)
+    /* fields 3..22: state, ppid, pgrp, then 16 numbers, then starttime */
+    if (sscanf(p, " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               state, &pg, &st) != 3)
         return RC_ENOTFOUND;
+    *pgid = (pid_t)pg;
     *starttime = st;
     return RC_OK;
 }
@@ -241,14 +242,23 @@ static enum rc proc_stat(pid_t pid, char *state, uint64_t *starttime)
 enum rc wrk_proc_starttime(pid_t pid, uint64_t *out)
 {
     char st;
-    return proc_stat(pid, &st, out);
+    pid_t pg;
+    return proc_stat(pid, &st, &pg, out);
+}
+
+enum rc wrk_proc_pgid(pid_t pid, pid_t *out)
+{
+    char st;
+    uint64_t t;
+    return pid > 0 ? proc_stat(pid, &st, out, &t) : RC_ENOTFOUND;
 }
 
 int wrk_proc_alive(pid_t pid, uint64_t starttime)
 {
     char st = 0;
     uint64_t t = 0;
-    if (pid <= 1 || proc_stat(pid, &st, &t) != RC_OK)
+    pid_t pg;
+    if (pid <= 1 || proc_stat(pid, &st, &pg, &t) != RC_OK)
         return 0;
     return t == starttime && st != 'Z' && st != 'X';
 }

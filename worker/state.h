@@ -63,6 +63,9 @@ enum rc wrk_state_load(const char *path, struct wrk_state **out) TY_WUR;
 /* Start time of pid from /proc; RC_OK, RC_ENOTFOUND (no such process). */
 enum rc wrk_proc_starttime(pid_t pid, uint64_t *out) TY_WUR;
 
+/* Process group of pid from /proc; RC_OK, RC_ENOTFOUND (no such process). */
+enum rc wrk_proc_pgid(pid_t pid, pid_t *out) TY_WUR;
+
 /* 1 if pid runs (not a zombie) and started at starttime, else 0. */
 int wrk_proc_alive(pid_t pid, uint64_t starttime);
 

@@ -324,6 +324,8 @@ class IsolateNetworkTest(ServerTest):
             self.assertIn("RDV got hello from 1", logs[0])
             for rank in (0, 1):
                 self.assertRegex(logs[rank], r"IFACES lo,tyn\w+\n")
+                # the namespace's veth, not the host interface the server derived
+                self.assertRegex(logs[rank], r"MASTER \S+ GLOO tyn\w+\n")
                 self.assertIn("CONNECT %s ok" % allowed.target(), logs[rank])
                 self.assertIn("CONNECT 10.255.255.1:80 ENETUNREACH", logs[rank])
             self.assertEqual(allowed.accepted, 2)

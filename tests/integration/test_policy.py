@@ -536,8 +536,10 @@ class PolicyTest(ServerTest):
         for _, _, probe in fixtures:
             cases.append(("working_dir", {"working_dir": os.path.join(self.root, probe)},
                           "work_dir"))
+        # The worker checks output_dir itself (it makes the folder for the
+        # ranks' TRAINYARD_OUTPUT_DIR) before the checkpoint dir below it.
         cases.append(("output_dir", {"output_dir": os.path.join(self.root, "escape_abs")},
-                      "checkpoint_dir"))
+                      "output_dir"))
         cases.append(("datasets", {"datasets": [os.path.join(self.root, "ok-data"),
                                                 os.path.join(self.root, "etc_below")]},
                       "datasets[1]"))

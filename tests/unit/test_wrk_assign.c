@@ -123,6 +123,33 @@ static void test_native(void **state)
     wrk_assignment_free(a);
 }
 
+/* The job's own env wins over the server's nccl_env, which fills in the rest. */
+static void test_user_env_beats_nccl_env(void **state)
+{
+    char buf[4096];
+    json_t *o;
+    struct wrk_assignment *a = NULL;
+    struct wrk_plan *p = NULL;
+    struct err e;
+    char **env;
+
+    (void)state;
+    err_init(&e);
+    snprintf(buf, sizeof(buf), BASE, "native", "");
+    o = json_loads(buf, 0, NULL);
+    assert_non_null(o);
+    json_object_set_new(json_object_get(o, "env"), "NCCL_IB_DISABLE", json_string("0"));
+    json_object_set_new(json_object_get(o, "nccl_env"), "NCCL_SOCKET_IFNAME", json_string("=eth0"));
+    assert_int_equal(wrk_assignment_parse(o, &a, NULL, &e), RC_OK);
+    json_decref(o);
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, &e), RC_OK);
+    env = p->procs[0].envp;
+    assert_string_equal(env_get(env, "NCCL_IB_DISABLE"), "0");
+    assert_string_equal(env_get(env, "NCCL_SOCKET_IFNAME"), "=eth0");
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+}
+
 static void test_torchrun(void **state)
 {
     struct wrk_assignment *a = parse_ok("torchrun", "");
@@ -325,10 +352,15 @@ static void test_ids(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_native),   cmocka_unit_test(test_plan_env),
-        cmocka_unit_test(test_torchrun), cmocka_unit_test(test_deepspeed),
-        cmocka_unit_test(test_horovod),  cmocka_unit_test(test_invalid),
-        cmocka_unit_test(test_ids),      cmocka_unit_test(test_data_and_output_env),
+        cmocka_unit_test(test_native),
+        cmocka_unit_test(test_user_env_beats_nccl_env),
+        cmocka_unit_test(test_plan_env),
+        cmocka_unit_test(test_torchrun),
+        cmocka_unit_test(test_deepspeed),
+        cmocka_unit_test(test_horovod),
+        cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_data_and_output_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

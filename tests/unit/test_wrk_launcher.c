@@ -251,6 +251,39 @@ static void test_cancel_kills_group(void **state)
     assert_false(wrk_proc_alive(rank1, st_r1));
 }
 
+/*
+ * GPU memory peaks: samples name process groups (a child counts for the rank
+ * that leads its group, found through /proc); the report carries each
+ * rank's largest sum, and 0 (not measured) for a rank never seen.
+ */
+static void test_gpu_mem_peak(void **state)
+{
+    struct wrk_launcher *l = *state;
+    static const char *const s[] = {"sleep 30 & echo $!; wait", "exec sleep 30"};
+    pid_t child, rank0, pg = 0;
+
+    start(l, "a5", 2, s, 0, 1);
+    assert_true(wait_lines(1, 5000));
+    pthread_mutex_lock(&R.mu);
+    child = (pid_t)strtol(R.text[0], NULL, 10);
+    rank0 = R.pids[0];
+    pthread_mutex_unlock(&R.mu);
+    assert_int_equal(wrk_proc_pgid(child, &pg), RC_OK);
+    assert_int_equal(pg, rank0); /* the rank leads the group of its children */
+    {
+        struct wrk_group_mem a[] = {{pg, 100}};
+        struct wrk_group_mem b[] = {{pg, 100}, {pg, 200}, {424242, 999}}; /* rank + child */
+        struct wrk_group_mem c[] = {{pg, 50}};
+        wrk_launcher_note_gpu_mem(l, a, 1);
+        wrk_launcher_note_gpu_mem(l, b, 3);
+        wrk_launcher_note_gpu_mem(l, c, 1); /* lower: the peak stays */
+    }
+    assert_true(wrk_launcher_cancel(l, "a5", "cancelled"));
+    assert_true(wait_exit(1, 5000));
+    assert_int_equal(R.exit.ranks[0].gpu_mem_peak_bytes, 300);
+    assert_int_equal(R.exit.ranks[1].gpu_mem_peak_bytes, 0);
+}
+
 static void test_time_limit(void **state)
 {
     struct wrk_launcher *l = *state;
@@ -378,6 +411,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_output_and_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_stops_others, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_kills_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_mem_peak, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_failure, setup, teardown),
