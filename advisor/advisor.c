@@ -894,6 +894,12 @@ static void fill_alts(const struct ctx *x, const struct eval *evs, const struct 
 }
 
 /* The runnable candidate closest to fitting (for a plan where nothing fits). */
+/* 0: runnable, 1: maybe (PyTorch unknown), 2: not on these nodes. */
+static int ua_rank(enum unavail ua)
+{
+    return ua == UA_NONE ? 0 : ua == UA_TORCH_UNKNOWN ? 1 : 2;
+}
+
 static int closest(const struct eval *evs, enum adv_strategy want)
 {
     int best = -1;
@@ -903,6 +909,14 @@ static int closest(const struct eval *evs, enum adv_strategy want)
             continue;
         if (evs[i].ua != UA_NONE && want == ADV_STRATEGY_AUTO)
             continue;
+        /* An explicit strategy's engine: one the nodes can run, else one they
+         * may run (PyTorch not reported), before one they cannot (DeepSpeed on
+         * CPU); the plan's engine is what the ranks are told to use. */
+        if (best >= 0 && ua_rank(evs[i].ua) != ua_rank(evs[best].ua)) {
+            if (ua_rank(evs[i].ua) < ua_rank(evs[best].ua))
+                best = (int)i;
+            continue;
+        }
         /* One short of host memory only (offload) ranks after any GPU shortfall:
          * more GPU memory would not help it. */
         if (best < 0 || (evs[best].cpu_short && !evs[i].cpu_short) ||

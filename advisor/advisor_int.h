@@ -65,6 +65,10 @@ double adv_fixed_bytes(bool cpu);
 
 /* Bytes of the LM head's logits per sample (16-bit output + fp32 loss copy). */
 double adv_logits_bytes(const struct adv_model_info *mi, int act_bytes);
+/* The part of adv_logits_bytes() that is the returned logits (act_bytes per
+ * logit): live memory, but no tensor autograd saves (predicted.activation_bytes
+ * leaves it out). */
+double adv_logits_live_bytes(const struct adv_model_info *mi, int act_bytes);
 
 /* Parameters of the root FSDP unit and of one wrapped unit. */
 void adv_fsdp_units(const struct adv_model_info *mi, double *root, double *unit);

@@ -782,6 +782,21 @@ static uint64_t peak_allocated(const struct adv_memory *m)
     return m->params + m->grads + m->optimizer + m->activations + m->buffers;
 }
 
+/*
+ * The saved activations of one rank at the plan's micro-batch, as
+ * saved_tensors_hooks measures them: memory.activations less the logits the
+ * model returns (s x V per sample in the activation dtype), which stay live
+ * until the step ends but are not saved for the backward pass (the linear
+ * head saves its input, log_softmax its own fp32 output).
+ */
+static uint64_t saved_activations(const struct adv_plan *p)
+{
+    double live = adv_logits_live_bytes(&p->model, p->precision == ADV_PREC_FP32 ? 4 : 2) *
+                  (double)p->micro_batch;
+
+    return (double)p->mem.activations > live ? p->mem.activations - (uint64_t)live : 0;
+}
+
 static void put_env_u64(json_t *o, const char *k, uint64_t v, bool *ok)
 {
     char buf[24];
@@ -807,7 +822,7 @@ enum rc adv_json_env(const struct adv_plan *p, json_t **out)
     put_env_u64(o, "TRAINYARD_PRED_PARAM_BYTES", p->mem.params, &ok);
     put_env_u64(o, "TRAINYARD_PRED_GRAD_BYTES", p->mem.grads, &ok);
     put_env_u64(o, "TRAINYARD_PRED_OPTIMIZER_BYTES", p->mem.optimizer, &ok);
-    put_env_u64(o, "TRAINYARD_PRED_ACTIVATION_BYTES", p->mem.activations, &ok);
+    put_env_u64(o, "TRAINYARD_PRED_ACTIVATION_BYTES", saved_activations(p), &ok);
     put_env_u64(o, "TRAINYARD_PRED_PEAK_BYTES", peak_allocated(&p->mem), &ok);
     if (!ok) {
         json_decref(o);
@@ -925,7 +940,7 @@ static json_t *predicted(const struct adv_plan *p)
     put(o, "grad_bytes", jbytes(m->grads), &ok);
     put(o, "optimizer_bytes", jbytes(m->optimizer), &ok);
     put(o, "model_state_bytes", jbytes(m->params + m->grads + m->optimizer), &ok);
-    put(o, "activation_bytes", jbytes(m->activations), &ok);
+    put(o, "activation_bytes", jbytes(saved_activations(p)), &ok);
     put(o, "peak_allocated_bytes", jbytes(peak_allocated(m)), &ok);
     put(o, "step_s", jreal(p->speed.step_s), &ok);
     put(o, "samples_per_s", jreal(p->speed.samples_per_s), &ok);

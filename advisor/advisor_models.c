@@ -274,6 +274,13 @@ double adv_logits_bytes(const struct adv_model_info *mi, int act_bytes)
     return (double)mi->seq_len * mi->tf.vocab * (act_bytes + 4);
 }
 
+double adv_logits_live_bytes(const struct adv_model_info *mi, int act_bytes)
+{
+    if (mi->kind != ADV_MODEL_TRANSFORMER || mi->tf.vocab == 0)
+        return 0;
+    return (double)mi->seq_len * mi->tf.vocab * act_bytes;
+}
+
 /* Activations of one sample: layers + embedding dropout + final norm and head + logits. */
 static void transformer_act(const struct adv_model_info *mi, int w, double *none, double *ckpt)
 {

@@ -76,7 +76,11 @@ import torch.distributed as dist
 import torch.nn as nn
 
 PRECISIONS = ("fp32", "bf16", "fp16")
-DS_STRATEGY = re.compile(r"^zero([23])(-offload(-param)?)?$")
+DS_STRATEGY = re.compile(r"^zero([123])(-offload(-param)?)?$")
+# The advisor's names (docs/advisor.md, TRAINYARD_STRATEGY of a plan) for the
+# strategies this module names otherwise.
+ADVISOR_STRATEGY = {"zero3_offload_optimizer": "zero3-offload", "zero3_offload_all": "zero3-offload-param",
+                    "fsdp_offload": "fsdp"}
 
 
 def emit(kind, obj):
@@ -200,6 +204,12 @@ class Plan:
 
     def __init__(self, use_cuda):
         self.strategy = os.environ.get("TRAINYARD_STRATEGY", "").strip().lower() or "ddp"
+        # TRAINYARD_ENGINE=deepspeed: the plan's ZeRO-1 is DeepSpeed stage 1,
+        # not ZeroRedundancyOptimizer.
+        self.engine = os.environ.get("TRAINYARD_ENGINE", "").strip().lower() or "torch"
+        self.fsdp_cpu_offload = self.strategy == "fsdp_offload" or \
+            os.environ.get("TRAINYARD_FSDP_CPU_OFFLOAD", "0").strip() == "1"
+        self.strategy = ADVISOR_STRATEGY.get(self.strategy, self.strategy)
         self.micro_env = _env_int("TRAINYARD_MICRO_BATCH")
         self.accum_env = _env_int("TRAINYARD_GRAD_ACCUM")
         self.precision = os.environ.get("TRAINYARD_PRECISION", "").strip().lower() or "fp32"
@@ -220,7 +230,9 @@ class Plan:
         if self.precision == "bf16" and use_cuda and not torch.cuda.is_bf16_supported():
             refuse("TRAINYARD_PRECISION=bf16 but this GPU does not support bf16 "
                    "(compute capability below 8.0); ask for fp16 or fp32", field="TRAINYARD_PRECISION")
-        if self.strategy in ("ddp", "zero1"):
+        if self.engine not in ("torch", "deepspeed"):
+            refuse("TRAINYARD_ENGINE=%r is not torch or deepspeed" % self.engine, field="TRAINYARD_ENGINE")
+        if self.strategy == "ddp" or (self.strategy == "zero1" and self.engine == "torch"):
             pass
         elif self.strategy == "fsdp":
             self.backend_kind = "fsdp"
@@ -743,7 +755,11 @@ class _Wrapped:
         if self.ctx.amp_dtype is not None:
             mp = MixedPrecision(param_dtype=self.ctx.amp_dtype, reduce_dtype=self.ctx.amp_dtype,
                                 buffer_dtype=self.ctx.amp_dtype)
-        return FSDP(module, auto_wrap_policy=policy, mixed_precision=mp,
+        extra = {}
+        if self.ctx.plan.fsdp_cpu_offload:
+            from torch.distributed.fsdp import CPUOffload
+            extra["cpu_offload"] = CPUOffload(offload_params=True)
+        return FSDP(module, auto_wrap_policy=policy, mixed_precision=mp, **extra,
                     sharding_strategy=getattr(ShardingStrategy, self.ctx.plan.fsdp_sharding),
                     device_id=self.ctx.device if self.ctx.use_cuda else None)
 
@@ -1039,7 +1055,7 @@ def train(ctx, model, train_set, loss_fn, val_set=None, eval_batch=None, eval_fi
             scaler.update()
         if first:
             sizes["optim_state_bytes"] = model_state_sizes(model, opt)["optim_state_bytes"]
-            if ctx.plan.strategy == "zero1":
+            if ctx.plan.strategy == "zero1" and wrapped.kind != "deepspeed":
                 total = torch.tensor([sizes["optim_state_bytes"]], dtype=torch.float64, device=ctx.device)
                 dist.all_reduce(total)
                 sizes["optim_state_bytes_total"] = int(total.item())

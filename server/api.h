@@ -3,7 +3,7 @@
  *   api_auth.c   login, logout, me, API tokens
  *   api_admin.c  users, teams, memberships
  *   api_jobs.c   jobs
- *   api_misc.c   health, readiness, nodes, job templates
+ *   api_misc.c   health, readiness, nodes, job templates, the advisor
  *   api_audit.c  audit events, verification, key, checkpoints, retention, export
  *   api_agent.c  the worker protocol, join tokens, drain/undrain
  *   api_logs.c   logs (paged and SSE), metrics, checkpoints
@@ -47,6 +47,7 @@ enum rc api_job_cancel(struct srv_req *req);
 
 enum rc api_node_list(struct srv_req *req);
 enum rc api_template_list(struct srv_req *req);
+enum rc api_advisor(struct srv_req *req);
 enum rc api_template_get(struct srv_req *req);
 enum rc api_node_drain(struct srv_req *req);
 enum rc api_node_undrain(struct srv_req *req);

@@ -19,7 +19,9 @@
 #include "db_audit.h"
 #include "db_auth.h"
 #include "db_jobs.h"
+#include "db_plan.h"
 #include "db_users.h"
+#include "jobplan.h"
 #include "jobs_hooks.h"
 #include "jobspec.h"
 #include "notify.h"
@@ -70,11 +72,88 @@ static enum rc expand_template(struct srv_req *req, json_t **out)
     return rc;
 }
 
+/*
+ * The plan at submit (jobplan.h) for a spec that asks for one, into *out
+ * (new; NULL when not wanted). Made before the job's transaction: it reads
+ * the site's nodes only. An "auto" job that fits nowhere in the site is
+ * refused with 409 naming the smallest allocation that would fit: it would
+ * fail on every attempt. An explicit strategy is the user's call: its plan
+ * is stored with its warnings (override_does_not_fit, ...) and shown.
+ */
+static enum rc plan_at_submit(struct srv_req *req, const json_t *spec_json, int64_t site_id,
+                              json_t **out)
+{
+    const json_t *strategy = json_object_get(spec_json, "strategy");
+    json_t *nodes = NULL, *alloc = NULL, *caps = NULL, *plan = NULL;
+    char why[320];
+    enum rc rc;
+
+    *out = NULL;
+    if (!jobplan_wanted(spec_json))
+        return RC_OK;
+    if ((rc = db_plan_site_nodes(req->db, site_id, &nodes, req->req_id)) != RC_OK)
+        goto out;
+    rc = jobplan_site_alloc(
+        nodes,
+        (int)json_integer_value(json_object_get(json_object_get(spec_json, "resources"), "gpus")),
+        (int)json_integer_value(
+            json_object_get(json_object_get(spec_json, "resources"), "gpus_per_node")),
+        &alloc, &caps, why, sizeof(why));
+    if (rc == RC_ENOTFOUND) {
+        /* No node yet: the plan is made at placement. */
+        plan = json_pack("{s:s,s:{s:s,s:s}}", "status", "not_planned", "reason", "en",
+                         "the site has no node with GPUs yet: the job is planned when it is placed",
+                         "zh-CN", "该站点还没有带 GPU 的节点：作业在放置时再做规划");
+        rc = plan ? RC_OK : RC_ENOMEM;
+        goto done;
+    }
+    if (rc == RC_OK)
+        rc = jobplan_make(spec_json, alloc, caps, "submit", why, &plan, &req->err);
+    if (rc != RC_OK)
+        goto out;
+    if (strcmp(json_string_value(strategy), "auto") == 0 &&
+        strcmp(json_string_value(json_object_get(plan, "status")), "ok") != 0) {
+        const json_t *sa = json_object_get(plan, "smallest_allocation");
+        const json_t *g = json_object_get(sa, "gpus");
+        const json_t *m = json_object_get(sa, "gpu_memory_bytes_at_this_size");
+
+        if (json_is_integer(g))
+            rc = srv_fail(req, RC_ECONFLICT, "resources.gpus",
+                          "the model does not fit the site's largest GPUs with any strategy: the "
+                          "smallest allocation that fits is %" JSON_INTEGER_FORMAT " GPUs",
+                          json_integer_value(g));
+        else
+            rc = srv_fail(req, RC_ECONFLICT, "resources.gpus",
+                          "the model does not fit the site's largest GPUs with any strategy, at "
+                          "any allocation of them");
+        if (json_is_integer(m))
+            err_detail(&req->err,
+                       "got %" JSON_INTEGER_FORMAT " GPUs; at this size each would need %.1f GiB",
+                       json_integer_value(
+                           json_object_get(json_object_get(spec_json, "resources"), "gpus")),
+                       (double)json_integer_value(m) / (1024.0 * 1024.0 * 1024.0));
+        else
+            err_detail(&req->err, "got %" JSON_INTEGER_FORMAT " GPUs",
+                       json_integer_value(
+                           json_object_get(json_object_get(spec_json, "resources"), "gpus")));
+        goto out;
+    }
+done:
+    *out = plan;
+    plan = NULL;
+out:
+    json_decref(nodes);
+    json_decref(alloc);
+    json_decref(caps);
+    json_decref(plan);
+    return rc;
+}
+
 enum rc api_job_submit(struct srv_req *req)
 {
     struct jobspec *spec = NULL;
     struct db_job_compliance comp = {0};
-    json_t *spec_json = NULL, *row = NULL, *d = NULL, *expanded = NULL;
+    json_t *spec_json = NULL, *row = NULL, *d = NULL, *expanded = NULL, *plan = NULL;
     int64_t team_id = 0;
     int member = 1;
     char actor[96], target[AUDIT_TARGET_SIZE];
@@ -112,11 +191,21 @@ enum rc api_job_submit(struct srv_req *req)
         rc = RC_ENOMEM;
         goto out;
     }
+    if ((rc = plan_at_submit(req, spec_json, comp.site_id, &plan)) != RC_OK)
+        goto out;
     srv_actor(req, actor, sizeof(actor));
     if ((rc = api_begin(req)) != RC_OK)
         goto out;
     rc = db_job_insert(req->db, spec, spec_json, team_id, req->who.user_id, actor, &comp, &row,
                        req->req_id);
+    if (rc == RC_OK && plan != NULL) {
+        int64_t jid = 0;
+        rc = db_parse_i64(json_string_value(json_object_get(row, "id")), &jid);
+        if (rc == RC_OK)
+            rc = db_plan_set_submit(req->db, jid, plan, req->req_id);
+        if (rc == RC_OK && json_object_set(row, "plan", plan) != 0)
+            rc = RC_ENOMEM;
+    }
     /* The leader may be another replica (delivered at commit). Sent before
      * the audit event, which takes the chain's lock until COMMIT. */
     if (rc == RC_OK)
@@ -139,6 +228,7 @@ enum rc api_job_submit(struct srv_req *req)
 out:
     json_decref(d);
     json_decref(row);
+    json_decref(plan);
     json_decref(spec_json);
     db_job_compliance_cleanup(&comp);
     jobspec_free(spec);

@@ -1,9 +1,11 @@
 /*
- * api_misc.c - health, readiness, the node list and the job templates.
+ * api_misc.c - health, readiness, the node list, the job templates and the
+ * strategy advisor.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "advisor_json.h"
 #include "api.h"
 #include "api_util.h"
 #include "app.h"
@@ -31,6 +33,21 @@ enum rc api_node_list(struct srv_req *req)
     if (rc != RC_OK)
         return rc;
     return srv_reply(req, 200, json_pack("{s:o}", "nodes", rows));
+}
+
+/* The strategy advisor (docs/advisor.md): a plan for the request, nothing
+ * stored, so nothing audited; any signed-in user may ask. */
+enum rc api_advisor(struct srv_req *req)
+{
+    json_t *plan = NULL;
+    enum rc rc;
+
+    if (req->body == NULL)
+        return srv_fail(req, RC_EINVAL, "", "the body must be an advisor request (a JSON object)");
+    rc = adv_json_advise(req->body, &plan, &req->err);
+    if (rc != RC_OK)
+        return rc;
+    return srv_reply(req, 200, plan);
 }
 
 /* Templates are loaded at start and immutable (templates.h): no database. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "jobplan.h"
 #include "nccl_env.h"
 #include "outputs.h"
 
@@ -308,6 +309,29 @@ enum rc db_attempts_lost_on_node(PGconn *c, int64_t node_id, const json_t *runni
     return rc;
 }
 
+/* "plan_env" and "deepspeed_config" of assignment a from the attempt's plan
+ * (JSON text, or NULL when the job has none). */
+static enum rc plan_into(json_t *a, const json_t *spec, const char *plan_text)
+{
+    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
+    json_t *env = NULL, *ds = NULL;
+    enum rc rc;
+
+    if (plan_text != NULL && plan == NULL)
+        return RC_ENOMEM;
+    rc = jobplan_launch(plan, spec, &env, &ds);
+    json_decref(plan);
+    if (rc != RC_OK)
+        return rc;
+    if (json_object_set_new(a, "plan_env", env) != 0) {
+        json_decref(ds);
+        return RC_ENOMEM;
+    }
+    if (ds != NULL && json_object_set_new(a, "deepspeed_config", ds) != 0)
+        return RC_ENOMEM;
+    return RC_OK;
+}
+
 /*
  * The NCCL/gloo settings of row i's node (nccl_env.h), from the attempt's
  * nodes (column 17) and the job's env. *env: what the assignment carries;
@@ -419,6 +443,14 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg,
         }
         if (!json_is_array(nets))
             json_decref(nets);
+    }
+    /* The advisor's plan (issue 8, jobplan.h; column 18, attempts.plan): its
+     * TRAINYARD_* env for every rank and, for a DeepSpeed plan, the
+     * ds_config.json the worker writes. */
+    if (a != NULL &&
+        plan_into(a, spec, PQgetisnull(r, i, 18) ? NULL : PQgetvalue(r, i, 18)) != RC_OK) {
+        json_decref(a);
+        a = NULL;
     }
     /* The worker checks every path again with realpath, inside its own
      * --allowed-root dirs and inside these roots of the job's site; the
@@ -532,7 +564,7 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
                 "'node_rank', x.node_rank, 'name', n.name, 'addr', n.addr, 'gpus', "
                 "array_to_json(x.gpu_indices), 'interconnect', n.interconnect, 'nccl_probe', "
                 "n.nccl_probe) ORDER BY x.node_rank) FROM allocations x JOIN nodes n ON n.id = "
-                "x.node_id WHERE x.attempt_id = a.attempt_id)",
+                "x.node_id WHERE x.attempt_id = a.attempt_id), t.plan",
                 3, p);
     rc = db_result_rc(r, req_id);
     for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {

@@ -129,8 +129,8 @@ enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id)
 {
     char ids[24];
     const char *p[] = {db_i64(id, ids, sizeof(ids))};
-    return db_query_json(c, "SELECT " JOB_LIST_COLS ", j.spec" JOB_FROM " WHERE j.id = $1", 1, p, 1,
-                         out, req_id);
+    return db_query_json(c, "SELECT " JOB_LIST_COLS ", j.spec, j.plan" JOB_FROM " WHERE j.id = $1",
+                         1, p, 1, out, req_id);
 }
 
 enum rc db_jobs_lock(PGconn *c, const int64_t *ids, size_t n, const char *req_id)
@@ -203,7 +203,7 @@ enum rc db_job_events(PGconn *c, int64_t id, json_t **out, const char *req_id)
     char ids[24];
     const char *p[] = {db_i64(id, ids, sizeof(ids))};
     return db_query_json(c,
-                         "SELECT id, job_id, ts, from_state, to_state, reason, actor FROM "
+                         "SELECT id, job_id, ts, kind, from_state, to_state, reason, actor FROM "
                          "job_events WHERE job_id = $1 ORDER BY id",
                          1, p, 0, out, req_id);
 }

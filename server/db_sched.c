@@ -14,6 +14,8 @@
 #include "db.h"
 #include "db_alloc.h"
 #include "db_jobs.h"
+#include "db_plan.h"
+#include "jobplan.h"
 #include "log.h"
 #include "srv.h"
 
@@ -288,6 +290,89 @@ static void touch(int64_t node, int64_t *nodes, size_t max, size_t *n)
         nodes[(*n)++] = node;
 }
 
+/* "ddp (torch), micro-batch 4 x accumulation 2 x 2 ranks, fp32, ..." */
+static void plan_summary(const json_t *plan, char *buf, size_t size)
+{
+    const json_t *gb = json_object_get(plan, "global_batch");
+    const json_t *st = json_object_get(plan, "status");
+    size_t off, i;
+    json_t *w;
+    int n;
+
+    n = snprintf(buf, size,
+                 "plan: %s (%s), micro-batch %" JSON_INTEGER_FORMAT
+                 " x accumulation %" JSON_INTEGER_FORMAT " x %" JSON_INTEGER_FORMAT
+                 " ranks = %" JSON_INTEGER_FORMAT ", %s, activation checkpointing %s%s",
+                 json_string_value(json_object_get(plan, "strategy")),
+                 json_string_value(json_object_get(plan, "engine")),
+                 json_integer_value(json_object_get(plan, "micro_batch")),
+                 json_integer_value(json_object_get(plan, "grad_accum")),
+                 json_integer_value(json_object_get(plan, "dp_degree")),
+                 json_integer_value(json_object_get(gb, "reached")),
+                 json_string_value(json_object_get(plan, "precision")),
+                 json_is_true(json_object_get(plan, "activation_checkpointing")) ? "on" : "off",
+                 json_is_string(st) && strcmp(json_string_value(st), "ok") == 0 ? ""
+                                                                                : "; does not fit");
+    off = n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+    json_array_foreach(json_object_get(plan, "warnings"), i, w)
+    {
+        n = snprintf(buf + off, size - off, "%s%s",
+                     i ? ", " : "; warnings: ", json_string_value(json_object_get(w, "code")));
+        if (n < 0 || (size_t)n >= size - off)
+            break;
+        off += (size_t)n;
+    }
+}
+
+/*
+ * The plan for the GPUs just allocated (jobplan.h), stored with the attempt,
+ * as a "plan" job event and a job.plan audit event. Lock order (db.h): the
+ * job's row is held (lock_decided_jobs) and its transition has taken the
+ * audit head; only this job's new attempt and event rows are written. A job
+ * without a model is not planned; a plan the advisor refuses is logged and
+ * left out (its ranks then split the batch themselves).
+ */
+static enum rc plan_placed(PGconn *c, int64_t job_id, const char *attempt_id)
+{
+    char job[24], why[320], reason[512];
+    const char *pp[] = {db_i64(job_id, job, sizeof(job))};
+    json_t *spec = NULL, *nodes = NULL, *alloc = NULL, *caps = NULL, *plan = NULL;
+    PGresult *r = db_exec(c, "SELECT spec FROM jobs WHERE id = $1", 1, pp);
+    int64_t aid = 0;
+    struct err e;
+    enum rc rc = db_result_rc(r, "sched");
+
+    err_init(&e);
+    if (rc == RC_OK && PQntuples(r) == 1)
+        spec = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+    PQclear(r);
+    if (rc != RC_OK || !jobplan_wanted(spec))
+        goto out;
+    if ((rc = db_parse_i64(attempt_id, &aid)) != RC_OK ||
+        (rc = db_plan_attempt_nodes(c, aid, &nodes, "sched")) != RC_OK)
+        goto out;
+    rc = jobplan_placed_alloc(nodes, &alloc, &caps, why, sizeof(why));
+    if (rc == RC_OK)
+        rc = jobplan_make(spec, alloc, caps, "placement", why, &plan, &e);
+    if (rc == RC_ENOTFOUND || rc == RC_EINVAL) {
+        LOG_WARN("sched", "job not planned at placement", "job_id=%lld field=%s msg=\"%s\"",
+                 (long long)job_id, e.field, e.message);
+        rc = RC_OK;
+        goto out;
+    }
+    if (rc != RC_OK)
+        goto out;
+    plan_summary(plan, reason, sizeof(reason));
+    rc = db_plan_placed(c, job_id, aid, "PLACED", plan, reason, SCHED_ACTOR, "sched");
+out:
+    json_decref(spec);
+    json_decref(nodes);
+    json_decref(alloc);
+    json_decref(caps);
+    json_decref(plan);
+    return rc;
+}
+
 /* Write one placement: job -> PLACED, a new attempt, its allocations. The
  * job's row is locked already (lock_decided_jobs); after the transition has
  * taken the audit head, only this job's row and new rows are written. */
@@ -370,6 +455,8 @@ static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
         }
         touch(p->allocs[i].node_id, nodes, max, nnodes);
     }
+    if (rc == RC_OK)
+        rc = plan_placed(c, p->job_id, attempt_id);
     if (rc == RC_OK)
         (*placed)++;
     return rc;

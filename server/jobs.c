@@ -15,7 +15,9 @@
 #include "audit_target.h"
 #include "db_alloc.h"
 #include "db_jobs.h"
+#include "db_plan.h"
 #include "db_policy.h"
+#include "jobplan.h"
 #include "jobs_hooks.h"
 #include "pathpol.h"
 
@@ -244,7 +246,7 @@ out:
 
 enum rc jobs_decorate(struct srv_req *req, int64_t job_id, json_t *row)
 {
-    json_t *alloc = NULL, *nccl = NULL;
+    json_t *alloc = NULL, *nccl = NULL, *placed = NULL, *metrics = NULL, *ranks = NULL, *cmp = NULL;
     enum rc rc = db_alloc_of_job(req->db, job_id, &alloc, req->req_id);
 
     if (rc == RC_OK)
@@ -252,6 +254,24 @@ enum rc jobs_decorate(struct srv_req *req, int64_t job_id, json_t *row)
     /* The communication settings each node got, with their reasons. */
     if (rc == RC_OK && (rc = db_nccl_of_job(req->db, job_id, &nccl, req->req_id)) == RC_OK)
         json_object_set_new(row, "nccl", nccl);
+    /* The plan its ranks got at placement, and its prediction next to what
+     * the job measured (jobplan_compare). */
+    if (rc == RC_OK)
+        rc = db_plan_measured(req->db, job_id, &placed, &metrics, &ranks, req->req_id);
+    if (rc != RC_OK)
+        return rc;
+    if (json_is_object(placed)) {
+        cmp = jobplan_compare(json_object_get(placed, "predicted"), metrics, ranks);
+        if (cmp == NULL)
+            rc = RC_ENOMEM;
+    }
+    if (rc == RC_OK &&
+        (json_object_set(row, "placed_plan", placed) != 0 ||
+         json_object_set_new(row, "predicted_vs_measured", cmp ? cmp : json_null()) != 0))
+        rc = RC_ENOMEM;
+    json_decref(placed);
+    json_decref(metrics);
+    json_decref(ranks);
     return rc;
 }
 

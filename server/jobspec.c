@@ -12,6 +12,8 @@
  */
 #include "jobspec.h"
 
+#include "jobplan.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +44,13 @@ static const char *const strategy_names[] = {NULL,    "auto",  "ddp", "zero1",
                                              "zero2", "zero3", "fsdp"};
 
 static const char *const top_fields[] = {
-    "name",         "team",         "command",  "launcher", "resources",  "priority",
-    "max_restarts", "time_limit_s", "env",      "datasets", "output_dir", "working_dir",
-    "template",     "site",         "strategy", "params",
+    "name",         "team",   "command",  "launcher",     "resources",   "priority", "max_restarts",
+    "time_limit_s", "env",    "datasets", "output_dir",   "working_dir", "template", "site",
+    "strategy",     "params", "model",    "global_batch", "optimizer",
 };
 static const char *const resources_fields[] = {"gpus", "gpus_per_node"};
+/* The advisor's optimizers (advisor.h adv_optimizer_name). */
+static const char *const optimizer_names[] = {"adamw", "adam", "sgd", "sgd-momentum"};
 
 const char *jobspec_launcher_str(enum jobspec_launcher l)
 {
@@ -606,6 +610,38 @@ static enum rc parse_strategy(const json_t *v, struct jobspec *spec, struct err 
     return rc;
 }
 
+/*
+ * model, global_batch, optimizer: what the advisor plans from. The model is
+ * checked by the advisor's own request parser (jobplan_model_check), so a
+ * stored model always plans; it is kept as given.
+ */
+static enum rc parse_model(const json_t *in, struct jobspec *spec, struct err *e)
+{
+    const json_t *v = json_object_get(in, "model");
+    json_int_t n = 0;
+    int idx;
+    enum rc rc;
+
+    if (v != NULL && !json_is_null(v)) {
+        if ((rc = jobplan_model_check(v, e)) != RC_OK)
+            return rc;
+        if ((spec->model = json_deep_copy(v)) == NULL)
+            return oom(e);
+    }
+    if ((v = json_object_get(in, "global_batch")) != NULL && !json_is_null(v)) {
+        if ((rc = get_int(v, "global_batch", "global_batch", 1, JOBSPEC_MAX_GLOBAL_BATCH, &n, e)) !=
+            RC_OK)
+            return rc;
+        spec->global_batch = (int)n;
+    }
+    if ((v = json_object_get(in, "optimizer")) != NULL && !json_is_null(v)) {
+        if ((rc = get_enum(v, "optimizer", optimizer_names, 4, &idx, e)) != RC_OK)
+            return rc;
+        spec->optimizer = optimizer_names[idx];
+    }
+    return RC_OK;
+}
+
 /* [a-z][a-z0-9_]{0,63}, as templates name their parameters. */
 static int param_name_valid(const char *k, size_t len)
 {
@@ -766,6 +802,8 @@ static enum rc parse_fields(const json_t *in, struct jobspec *spec, struct err *
         rc = parse_strategy(json_object_get(in, "strategy"), spec, e);
     if (rc == RC_OK)
         rc = parse_params(json_object_get(in, "params"), spec, e);
+    if (rc == RC_OK)
+        rc = parse_model(in, spec, e);
     return rc;
 }
 
@@ -819,6 +857,7 @@ void jobspec_free(struct jobspec *spec)
     free(spec->template);
     free(spec->site);
     json_decref(spec->params);
+    json_decref(spec->model);
     free(spec);
 }
 
@@ -862,12 +901,14 @@ json_t *jobspec_to_json(const struct jobspec *spec)
     /* "o" steals the references, also when json_pack fails (jansson >= 2.11). */
     return json_pack(
         "{s:s, s:s, s:o, s:s, s:{s:I, s:o}, s:s, s:I, s:I, s:o, s:o, s:s?, s:s?, "
-        "s:s?, s:s, s:s?, s:O?}",
+        "s:s?, s:s, s:s?, s:O?, s:O?, s:o, s:s?}",
         "name", spec->name, "team", spec->team, "command", command, "launcher",
         jobspec_launcher_str(spec->launcher), "resources", "gpus", (json_int_t)spec->gpus,
         "gpus_per_node", gpn, "priority", jobspec_prio_str(spec->priority), "max_restarts",
         (json_int_t)spec->max_restarts, "time_limit_s", (json_int_t)spec->time_limit_s, "env", env,
         "datasets", datasets, "output_dir", spec->output_dir, "working_dir", spec->working_dir,
         "template", spec->template, "site", spec->site ? spec->site : "default", "strategy",
-        jobspec_strategy_str(spec->strategy), "params", spec->params);
+        jobspec_strategy_str(spec->strategy), "params", spec->params, "model", spec->model,
+        "global_batch", spec->global_batch > 0 ? json_integer(spec->global_batch) : json_null(),
+        "optimizer", spec->optimizer);
 }

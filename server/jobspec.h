@@ -40,6 +40,17 @@
  *                 numbers or booleans. The values a template job's command
  *                 was made from (tpl_expand.h); kept as given, never applied:
  *                 the command is what runs.
+ *   model         object or null: the model in the strategy advisor's terms
+ *                 (docs/advisor.md "model": {"name"}, {"transformer"} or
+ *                 {"measured"}), checked by the advisor's own parser (fields
+ *                 "model.transformer.layers", ...); a template fills it from
+ *                 its own model
+ *   global_batch  integer 1..16777216 or null: samples per optimizer step over
+ *                 all ranks (a template fills it from its "batch" parameter)
+ *   optimizer     "adamw" | "adam" | "sgd" | "sgd-momentum", or null (adamw)
+ *                 A job with a strategy, a model and a global_batch is planned
+ *                 by the advisor at submit and again at placement
+ *                 (server/jobplan.h).
  * No string may contain a NUL character; all must be valid UTF-8.
  *
  * Thread-safety: reentrant; a struct jobspec is immutable after parsing and
@@ -60,6 +71,7 @@
 #define JOBSPEC_MAX_TIME_LIMIT_S 2592000 /* 30 days */
 #define JOBSPEC_DEFAULT_RESTARTS 3
 #define JOBSPEC_DEFAULT_TIME_LIMIT_S 86400
+#define JOBSPEC_MAX_GLOBAL_BATCH 16777216 /* as ADV_MAX_GLOBAL_BATCH */
 
 enum jobspec_launcher {
     JOBSPEC_LAUNCHER_NATIVE = 0,
@@ -104,6 +116,9 @@ struct jobspec {
     char *site;                     /* site name, never NULL ("default" when not given) */
     enum jobspec_strategy strategy; /* default NONE */
     json_t *params;                 /* owned object of template parameters, or NULL */
+    json_t *model;                  /* owned: the advisor's model object, or NULL */
+    int global_batch;               /* samples per optimizer step, or 0: not given */
+    const char *optimizer;          /* static name ("adamw", ...), or NULL: not given */
 };
 
 /*

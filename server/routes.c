@@ -14,6 +14,7 @@
 
 static const struct router_route table[] = {
     R("GET", "/healthz", SRV_AUTH_NONE, api_healthz),
+    R("POST", "/api/v1/advisor", SRV_AUTH_USER, api_advisor),
     R("GET", "/api/v1/agent/assignments", SRV_AUTH_AGENT, api_agent_assignments),
     R("POST", "/api/v1/agent/attempts/{id}/exit", SRV_AUTH_AGENT, api_agent_exit),
     R("POST", "/api/v1/agent/attempts/{id}/output", SRV_AUTH_AGENT, api_agent_output),

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "advisor.h"
 #include "jobspec.h"
 #include "log.h"
 #include "tpl_expand.h"
@@ -65,13 +66,6 @@ static const char *const datasets[] = {"synthetic", "image-folder", "text-lines"
 static const char *const strategies[] = {"auto", "ddp", "zero1", "zero2", "zero3", "fsdp"};
 static const char *const model_keys[] = {"name", "transformer", "params",
                                          "activation_bytes_per_sample"};
-/* The advisor's known models (issue 8). TODO(#8): ask the advisor's table
- * once it lands, so that the two lists cannot drift apart. */
-static const char *const known_models[] = {
-    "resnet50",    "resnet101",   "vit-base",    "bert-base",    "bert-large",
-    "gpt2",        "gpt2-medium", "gpt2-large",  "gpt2-xl",      "llama-2-7b",
-    "llama-2-13b", "qwen2-7b",    "chatglm3-6b", "baichuan2-7b",
-};
 static const char *const transformer_keys[] = {"layers", "hidden",  "heads", "ffn",
                                                "vocab",  "seq_len", "kind"};
 static const char *const transformer_kinds[] = {"decoder", "encoder"};
@@ -422,12 +416,30 @@ static enum rc check_transformer(const json_t *v, struct err *e)
                      NELEM(transformer_kinds), NULL, &kind, e);
 }
 
+/* model.name: a name of the advisor's known-model table (advisor.h), so the
+ * two cannot drift apart. */
+static enum rc check_known_model(const json_t *v, struct err *e)
+{
+    char list[320] = "";
+    size_t used = 0, n;
+    const struct adv_known *t = adv_known_table(&n);
+
+    if (json_is_string(v) && adv_known_find(json_string_value(v)) != NULL)
+        return RC_OK;
+    for (size_t i = 0; i < n && used < sizeof(list); i++) {
+        int w = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", t[i].name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    return bad(e, "model.name", v, "model.name must be one of %s", list);
+}
+
 /* model: exactly one of a known name, a transformer shape, or a parameter
  * count with the measured activation bytes per sample (the advisor's terms). */
 static enum rc check_model(const json_t *v, struct err *e)
 {
     const json_t *name, *tr, *params, *act;
-    const char *s;
     json_int_t n;
     enum rc rc;
 
@@ -444,7 +456,7 @@ static enum rc check_model(const json_t *v, struct err *e)
     if ((name != NULL) + (tr != NULL) + (params != NULL) != 1)
         return bad(e, "model", NULL, "model must have exactly one of name, transformer and params");
     if (name != NULL)
-        rc = want_enum(name, "model.name", known_models, NELEM(known_models), NULL, &s, e);
+        rc = check_known_model(name, e);
     else if (tr != NULL)
         rc = check_transformer(tr, e);
     else

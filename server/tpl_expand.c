@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobplan.h"
+
 /* Keys the template fills in when the request has none, as they are named
  * in both the public form and the job spec. */
 static const char *const defaulted[] = {"launcher", "priority", "max_restarts", "time_limit_s",
@@ -353,6 +355,28 @@ static enum rc fill_resources_env(const json_t *tpl, json_t *spec, struct err *e
     return json_object_set_new(spec, "env", merged) == 0 ? RC_OK : oom(e);
 }
 
+/*
+ * What the advisor plans from (issue 8): the template's model in the
+ * advisor's terms and the "batch" parameter as the global batch, each only
+ * when the request gives none (a request's model describes what it runs,
+ * for example a tiny size of the template's script).
+ */
+static enum rc fill_plan_inputs(const json_t *tpl, json_t *spec, struct err *e)
+{
+    const json_t *tm = json_object_get(tpl, "model");
+    const json_t *batch = json_object_get(json_object_get(spec, "params"), "batch");
+
+    if (json_object_get(spec, "model") == NULL && json_is_object(tm)) {
+        json_t *m = jobplan_model_from_template(tm);
+        if (m == NULL || json_object_set_new(spec, "model", m) != 0)
+            return oom(e);
+    }
+    if (json_object_get(spec, "global_batch") == NULL && json_is_integer(batch) &&
+        json_object_set(spec, "global_batch", (json_t *)batch) != 0)
+        return oom(e);
+    return RC_OK;
+}
+
 int tpl_expand_wanted(const json_t *body)
 {
     return json_is_object(body) && json_object_get(body, "template") != NULL &&
@@ -394,6 +418,8 @@ enum rc tpl_expand(const json_t *tpl, const json_t *req, json_t **out, struct er
             goto out;
         }
     }
+    if ((rc = fill_plan_inputs(tpl, spec, e)) != RC_OK)
+        goto out;
     *out = spec;
     spec = NULL;
     rc = RC_OK;

@@ -21,6 +21,10 @@
  *   resources     the request's; when absent or without gpus, the template's
  *                 gpus, and its gpus_per_node unless the request gives one
  *   env           the template's env with the request's on top
+ *   model         the request's, else the template's model in the advisor's
+ *                 terms (jobplan_model_from_template)
+ *   global_batch  the request's, else the "batch" parameter's value, when
+ *                 the template has one
  *   everything else as the request has it (jobspec_parse() names what is
  *                 wrong there, as for any submit)
  * A parameter becomes arguments by type:

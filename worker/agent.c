@@ -924,7 +924,7 @@ static void launch(struct agent *a, struct wrk_assignment *as, const json_t *net
     if (refuse_missing_script(a, as, work))
         return;
     snprintf(ds_path, sizeof(ds_path), "%s/ds_config.json", work);
-    if (as->launcher == WRK_LAUNCH_DEEPSPEED &&
+    if ((as->launcher == WRK_LAUNCH_DEEPSPEED || as->ds_config != NULL) &&
         write_file_atomic(ds_path, as->ds_config ? as->ds_config : wrk_default_ds_config(), 0640) !=
             RC_OK) {
         refuse(a, as->attempt_id, as, "cannot write ds_config.json");

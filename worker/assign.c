@@ -4,11 +4,12 @@
  * The environment of a rank is built, never inherited: it starts empty, takes
  * PATH/HOME/LANG/PYTHONPATH from the worker, then the job's "env" and the
  * assignment's "nccl_env" (minus any *_proxy variable: jobs run offline),
- * then the variables the protocol reserves, which always win. A later set of
- * the same name replaces the earlier one, so each name appears once; but a
- * name the job's own "env" sets is never replaced by "nccl_env": the user's
- * choice wins over the server's derivation (the server leaves such names
- * out anyway, server/nccl_env.h).
+ * then the advisor's "plan_env" (TRAINYARD_* only), then the variables the
+ * protocol reserves, which always win. A later set of the same name replaces
+ * the earlier one, so each name appears once; but a name the job's own "env"
+ * sets is never replaced by "nccl_env": the user's choice wins over the
+ * server's derivation (the server leaves such names out anyway,
+ * server/nccl_env.h).
  */
 #include "assign.h"
 
@@ -274,6 +275,18 @@ static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct er
     a->nenv_job = a->nenv;
     if ((rc = parse_env_obj(json_object_get(obj, "nccl_env"), "nccl_env", a, e)) != RC_OK)
         return rc;
+    /* The advisor's plan (issue 8): TRAINYARD_* names only, which a job's own
+     * env cannot set; the server has already left out what the job's env
+     * sets itself. */
+    {
+        size_t from = a->nenv;
+        if ((rc = parse_env_obj(json_object_get(obj, "plan_env"), "plan_env", a, e)) != RC_OK)
+            return rc;
+        for (size_t i = from; i < a->nenv; i++)
+            if (strncmp(a->env_keys[i], "TRAINYARD_", 10) != 0)
+                return bad(e, "plan_env", "names must start with TRAINYARD_");
+        a->nplan_env = a->nenv - from;
+    }
     if (!get_int(obj, "world_size", 1, 1 << 20, &v))
         return bad(e, "world_size", "must be a positive integer");
     a->world_size = (int)v;
@@ -551,14 +564,19 @@ static void env_datasets(struct strv *s, const struct wrk_assignment *a)
 static void env_common(struct strv *s, const struct wrk_assignment *a,
                        const struct wrk_plan_opts *o)
 {
+    size_t plan_from = a->nplan_env <= a->nenv ? a->nenv - a->nplan_env : a->nenv;
+
     env_set(s, "PATH", o->path);
     env_set(s, "HOME", o->home);
     env_set(s, "LANG", o->lang);
     env_set(s, "PYTHONPATH", o->pythonpath);
-    for (size_t i = 0; i < a->nenv; i++)
+    for (size_t i = 0; i < plan_from; i++)
         if (!is_proxy_var(a->env_keys[i]) && !is_reserved(a->env_keys[i]) &&
             !(i >= a->nenv_job && job_sets(a, a->env_keys[i])))
             env_set(s, a->env_keys[i], a->env_vals[i]);
+    /* The plan's TRAINYARD_* variables; the protocol's below still win. */
+    for (size_t i = plan_from; i < a->nenv; i++)
+        env_set(s, a->env_keys[i], a->env_vals[i]);
     env_set(s, "TRAINYARD_JOB_ID", a->job_id);
     env_set_int(s, "TRAINYARD_ATTEMPT", a->attempt);
     env_set(s, "TRAINYARD_CHECKPOINT_DIR", a->checkpoint_dir);
@@ -589,7 +607,9 @@ static void env_rank(struct strv *s, const struct wrk_assignment *a,
     env_set_int(s, "MASTER_PORT", a->master_port);
     gpu_list(r->gpus, (size_t)r->ngpus, gpus, sizeof(gpus));
     env_set(s, "CUDA_VISIBLE_DEVICES", gpus);
-    if (a->launcher == WRK_LAUNCH_DEEPSPEED)
+    /* The deepspeed launcher always has a ds_config.json; other launchers
+     * when the plan brought one (a DeepSpeed plan under the native launcher). */
+    if (a->launcher == WRK_LAUNCH_DEEPSPEED || a->ds_config != NULL)
         env_set(s, "TRAINYARD_DS_CONFIG", o->ds_config_path);
     if (a->launcher == WRK_LAUNCH_HOROVOD) {
         env_set(s, "HOROVOD_GLOO_RENDEZVOUS_ADDR", a->master_addr);

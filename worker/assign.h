@@ -54,7 +54,8 @@ struct wrk_assignment {
     char **env_keys; /* owned: job "env" then "nccl_env", validated names */
     char **env_vals;
     size_t nenv;
-    size_t nenv_job; /* the first nenv_job entries are the job's "env"; the rest "nccl_env" */
+    size_t nenv_job;  /* the first nenv_job entries are the job's "env"; then "nccl_env" */
+    size_t nplan_env; /* the last nplan_env env entries are "plan_env" (TRAINYARD_* only) */
     int node_rank, nnodes, world_size, local_world_size;
     char *master_addr;             /* owned */
     int master_port;               /* 1..65535 */

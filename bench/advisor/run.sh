@@ -4,6 +4,8 @@
 # GPUs of six kinds x two software sets. Builds a release tree (no
 # sanitizers) in build-rel first.
 # Usage: bench/advisor/run.sh [--reps R]
+# The predicted-against-measured memory benchmark on the CPU is
+# bench/advisor/memory_cpu.py (needs build/bench/advisor/advise_json).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

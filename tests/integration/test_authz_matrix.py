@@ -151,6 +151,11 @@ class AuthzMatrixTest(ServerTest):
         rows = [
             ("GET", "/healthz", "/healthz", None, [200, 200, 200, 200, 200]),
             ("GET", "/readyz", "/readyz", None, [200, 200, 200, 200, 200]),
+            # Read-only for every signed-in user: a plan, nothing stored.
+            ("POST", "/api/v1/advisor", "/api/v1/advisor",
+             {"model": {"name": "gpt2"}, "global_batch": 8,
+              "allocation": {"gpus": 1, "gpus_per_node": 1, "gpu_memory_bytes": 85899345920,
+                             "compute_capability": "8.0"}}, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/agent/assignments", "/api/v1/agent/assignments", None, [401] * 5),
             ("POST", "/api/v1/agent/attempts/{id}/exit", "/api/v1/agent/attempts/1/exit",
              {"ranks": []}, [401] * 5),

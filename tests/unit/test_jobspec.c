@@ -135,7 +135,8 @@ static void test_minimal_defaults(void **state)
                 "\"resources\":{\"gpus\":8,\"gpus_per_node\":null},\"priority\":\"normal\","
                 "\"max_restarts\":3,\"time_limit_s\":86400,\"env\":{},\"datasets\":[],"
                 "\"output_dir\":null,\"working_dir\":null,\"template\":null,"
-                "\"site\":\"default\",\"strategy\":null,\"params\":null}");
+                "\"site\":\"default\",\"strategy\":null,\"params\":null,\"model\":null,"
+                "\"global_batch\":null,\"optimizer\":null}");
     assert_true(json_equal(j, want));
     json_decref(j);
     json_decref(want);
@@ -659,6 +660,40 @@ static void test_strategy_and_params(void **state)
     }
 }
 
+/* model, global_batch, optimizer (issue 8): what the advisor plans from,
+ * the model checked by the advisor's own parser and planner. */
+static void test_model_and_batch(void **state)
+{
+    struct jobspec *spec;
+    json_t *j;
+
+    (void)state;
+    spec = expect_ok_json(spec_with("{\"strategy\":\"auto\",\"model\":{\"name\":\"gpt2\"},"
+                                    "\"global_batch\":32,\"optimizer\":\"sgd-momentum\"}"));
+    assert_int_equal(spec->global_batch, 32);
+    assert_string_equal(spec->optimizer, "sgd-momentum");
+    j = jobspec_to_json(spec);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "model"), "name")),
+                        "gpt2");
+    assert_int_equal(json_integer_value(json_object_get(j, "global_batch")), 32);
+    json_decref(j);
+    check_round_trip(spec);
+    jobspec_free(spec);
+    expect_ok("{\"model\":null,\"global_batch\":null,\"optimizer\":null}");
+    expect_ok("{\"model\":{\"measured\":{\"params\":76296,\"activation_bytes_per_sample\":4256}}}");
+    expect_bad("{\"model\":{\"name\":\"gpt-5\"}}", "model.name", "one of", NULL);
+    expect_bad("{\"model\":{\"name\":\"gpt2\",\"size\":1}}", "model.size", NULL, NULL);
+    expect_bad("{\"model\":{\"transformer\":{\"arch\":\"decoder\",\"layers\":2,\"hidden\":"
+               "64,\"heads\":5,\"ffn\":256,\"vocab\":512,\"seq_len\":64}}}",
+               "model.transformer.heads", NULL, NULL);
+    expect_bad("{\"model\":[1]}", "model", NULL, NULL);
+    expect_bad("{\"global_batch\":0}", "global_batch", NULL, "got 0");
+    expect_bad("{\"global_batch\":16777217}", "global_batch", NULL, NULL);
+    expect_bad("{\"global_batch\":\"8\"}", "global_batch", NULL, NULL);
+    expect_bad("{\"optimizer\":\"lamb\"}", "optimizer", "one of adamw, adam, sgd, sgd-momentum",
+               "got \"lamb\"");
+}
+
 static void test_free_null(void **state)
 {
     (void)state;
@@ -687,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_datasets),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_strategy_and_params),
+        cmocka_unit_test(test_model_and_batch),
         cmocka_unit_test(test_free_null),
     };
 

@@ -297,6 +297,46 @@ static void test_invalid(void **state)
     }
 }
 
+/* The advisor's plan_env (issue 8): TRAINYARD_* names for every rank, the
+ * protocol's own variables still win; a DeepSpeed plan's config under the
+ * native launcher gets TRAINYARD_DS_CONFIG. */
+static void test_plan_env(void **state)
+{
+    struct wrk_assignment *a = parse_ok(
+        "native", ",\"plan_env\":{\"TRAINYARD_STRATEGY\":\"zero1\",\"TRAINYARD_MICRO_BATCH\":\"4\","
+                  "\"TRAINYARD_JOB_ID\":\"666\"},\"deepspeed_config\":{\"zero_optimization\":"
+                  "{\"stage\":2}}");
+    struct wrk_plan *p = NULL;
+    char **env;
+    (void)state;
+
+    assert_int_equal(a->nplan_env, 3);
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, NULL), RC_OK);
+    env = p->procs[1].envp;
+    assert_string_equal(env_get(env, "TRAINYARD_STRATEGY"), "zero1");
+    assert_string_equal(env_get(env, "TRAINYARD_MICRO_BATCH"), "4");
+    assert_string_equal(env_get(env, "TRAINYARD_JOB_ID"), "7"); /* the protocol's */
+    assert_string_equal(env_get(env, "USER_VAR"), "x");
+    assert_string_equal(env_get(env, "TRAINYARD_DS_CONFIG"),
+                        "/srv/trainyard/jobs/7/ds_config.json");
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+    {
+        char buf[4096];
+        json_t *o;
+        struct err e;
+        err_init(&e);
+        snprintf(buf, sizeof(buf), BASE, "native", ",\"plan_env\":{\"LD_PRELOAD\":\"/x.so\"}");
+        o = json_loads(buf, 0, NULL);
+        assert_non_null(o);
+        a = NULL;
+        assert_int_equal(wrk_assignment_parse(o, &a, NULL, &e), RC_EINVAL);
+        assert_null(a);
+        assert_string_equal(e.field, "plan_env");
+        json_decref(o);
+    }
+}
+
 static void test_ids(void **state)
 {
     (void)state;
@@ -312,10 +352,15 @@ static void test_ids(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_native),   cmocka_unit_test(test_user_env_beats_nccl_env),
-        cmocka_unit_test(test_torchrun), cmocka_unit_test(test_deepspeed),
-        cmocka_unit_test(test_horovod),  cmocka_unit_test(test_invalid),
-        cmocka_unit_test(test_ids),      cmocka_unit_test(test_data_and_output_env),
+        cmocka_unit_test(test_native),
+        cmocka_unit_test(test_user_env_beats_nccl_env),
+        cmocka_unit_test(test_plan_env),
+        cmocka_unit_test(test_torchrun),
+        cmocka_unit_test(test_deepspeed),
+        cmocka_unit_test(test_horovod),
+        cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_data_and_output_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
