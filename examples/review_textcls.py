@@ -30,6 +30,7 @@ Two CPU ranks by hand:
     TRAINYARD_CHECKPOINT_DIR=/tmp/ck python3 examples/review_textcls.py --size tiny --steps 40
 """
 import collections
+import functools
 import os
 import sys
 
@@ -121,9 +122,15 @@ class TextSet(torch.utils.data.Dataset):
         return self.items[i]
 
 
-def collate(items):
-    n = max(len(ids) for ids, _ in items)
-    x = torch.full((len(items), n), PAD, dtype=torch.long)
+def make_collate(max_len):
+    """Batches padded to max_len, not to their longest text: every step then
+    has the same shape, so the memory a sample needs (what the advisor plans
+    from one measured sample) does not depend on which texts meet in a batch."""
+    return functools.partial(collate, max_len=max_len)
+
+
+def collate(items, max_len):
+    x = torch.full((len(items), max_len), PAD, dtype=torch.long)
     for i, (ids, _) in enumerate(items):
         x[i, :len(ids)] = ids
     return x, torch.tensor([y for _, y in items])
@@ -221,7 +228,7 @@ def main():
 
     tc.train(ctx, model, TextSet([rows[i] for i in train_idx], labels, tok, cfg["max_len"]), loss_fn,
              val_set=TextSet([rows[i] for i in val_idx], labels, tok, cfg["max_len"]),
-             eval_batch=eval_batch, eval_finish=eval_finish, collate=collate,
+             eval_batch=eval_batch, eval_finish=eval_finish, collate=make_collate(cfg["max_len"]),
              blocks=list(model.layers), block_names="%d encoder layers" % len(model.layers),
              extra_state={"labels": sorted(labels, key=labels.get), "chars": tok.chars,
                           "tokenizer": tok.kind}, finish=finish)
