@@ -28,6 +28,7 @@
 
 #include "advisor.h"
 #include "jobspec.h"
+#include "json_check.h"
 #include "log.h"
 #include "tpl_expand.h"
 
@@ -77,63 +78,9 @@ struct tpl_set {
     json_t *list; /* array of public forms, owned; never NULL once loaded */
 };
 
-/* "got ..." for an error detail: short scalars as they are, else their type. */
-static void describe(const json_t *v, struct err *e)
-{
-    if (json_is_string(v) && json_string_length(v) <= 64 &&
-        strpbrk(json_string_value(v), "\"\\") == NULL)
-        err_detail(e, "got \"%s\"", json_string_value(v));
-    else if (json_is_string(v))
-        err_detail(e, "got a string of %zu bytes", json_string_length(v));
-    else if (json_is_integer(v))
-        err_detail(e, "got %" JSON_INTEGER_FORMAT, json_integer_value(v));
-    else if (json_is_object(v))
-        err_detail(e, "got an object");
-    else if (json_is_array(v))
-        err_detail(e, "got an array");
-    else if (json_is_real(v))
-        err_detail(e, "got %g", json_real_value(v));
-    else if (json_is_boolean(v))
-        err_detail(e, "got %s", json_is_true(v) ? "true" : "false");
-    else if (json_is_null(v))
-        err_detail(e, "got null");
-}
-
-static enum rc bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
-    TY_PRINTF(4, 5);
-
-static enum rc bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    err_set(e, RC_EINVAL, field, "%s", msg);
-    if (v != NULL)
-        describe(v, e);
-    return RC_EINVAL;
-}
-
 static enum rc oom(struct err *e)
 {
     return err_set(e, RC_ENOMEM, NULL, "out of memory");
-}
-
-/* Whether s[0..len) has a C0, DEL or C1 control character (s is valid UTF-8:
- * jansson checks that when it parses). */
-static int has_ctrl(const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-
-    for (size_t i = 0; i < len; i++) {
-        if (u[i] < 0x20 || u[i] == 0x7f)
-            return 1;
-        if (u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
-            return 1;
-    }
-    return 0;
 }
 
 /* v must be a string of min..max bytes without NUL (and, with no_ctrl,
@@ -144,17 +91,17 @@ static enum rc want_str(const json_t *v, const char *field, size_t min, size_t m
     size_t len;
 
     if (!json_is_string(v))
-        return bad(e, field, v, "%s must be a string", field);
+        return jcheck_bad(e, field, v, "%s must be a string", field);
     len = json_string_length(v);
     if (len < min || len > max) {
-        bad(e, field, NULL, "%s must be %zu to %zu bytes long", field, min, max);
+        jcheck_bad(e, field, NULL, "%s must be %zu to %zu bytes long", field, min, max);
         err_detail(e, "got %zu bytes", len);
         return RC_EINVAL;
     }
     if (memchr(json_string_value(v), '\0', len) != NULL)
-        return bad(e, field, NULL, "%s must not contain NUL characters", field);
-    if (no_ctrl && has_ctrl(json_string_value(v), len))
-        return bad(e, field, NULL, "%s must not contain control characters", field);
+        return jcheck_bad(e, field, NULL, "%s must not contain NUL characters", field);
+    if (no_ctrl && jcheck_has_ctrl(json_string_value(v), len))
+        return jcheck_bad(e, field, NULL, "%s must not contain control characters", field);
     *out = json_string_value(v);
     return RC_OK;
 }
@@ -168,9 +115,10 @@ static enum rc want_int(const json_t *v, const char *field, json_int_t min, json
         return RC_OK;
     }
     if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-        return bad(e, field, v,
-                   "%s must be an integer from %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT,
-                   field, min, max);
+        return jcheck_bad(e, field, v,
+                          "%s must be an integer from %" JSON_INTEGER_FORMAT
+                          " to %" JSON_INTEGER_FORMAT,
+                          field, min, max);
     *out = json_integer_value(v);
     return RC_OK;
 }
@@ -187,7 +135,7 @@ static enum rc want_enum(const json_t *v, const char *field, const char *const *
         return RC_OK;
     }
     if (v == NULL)
-        return bad(e, field, NULL, "%s is required", field);
+        return jcheck_bad(e, field, NULL, "%s is required", field);
     for (size_t i = 0; json_is_string(v) && i < n; i++) {
         if (json_string_length(v) == strlen(names[i]) &&
             strcmp(json_string_value(v), names[i]) == 0) {
@@ -201,7 +149,7 @@ static enum rc want_enum(const json_t *v, const char *field, const char *const *
             break;
         used += (size_t)w;
     }
-    return bad(e, field, v, "%s must be one of %s", field, list);
+    return jcheck_bad(e, field, v, "%s must be one of %s", field, list);
 }
 
 /* Refuse the smallest key (in byte order) of obj that is not in known[]. */
@@ -224,10 +172,11 @@ static enum rc check_unknown(const json_t *obj, const char *prefix, const char *
     if (worst == NULL)
         return RC_OK;
     /* The name is shown only when it is short and plain: it comes from a file. */
-    if (strlen(worst) > 48 || has_ctrl(worst, strlen(worst)) || strpbrk(worst, "\"\\") != NULL)
+    if (strlen(worst) > 48 || jcheck_has_ctrl(worst, strlen(worst)) ||
+        strpbrk(worst, "\"\\") != NULL)
         worst = "?";
     snprintf(field, sizeof(field), "%s%s%s", prefix, prefix[0] ? "." : "", worst);
-    return bad(e, field, NULL, "unknown field \"%s\"", worst);
+    return jcheck_bad(e, field, NULL, "unknown field \"%s\"", worst);
 }
 
 /* A {"zh-CN": text, "en": text} object: both languages, no others. */
@@ -238,15 +187,16 @@ static enum rc want_text(const json_t *v, const char *field, size_t max, struct 
     enum rc rc;
 
     if (v == NULL)
-        return bad(e, field, NULL, "%s is required", field);
+        return jcheck_bad(e, field, NULL, "%s is required", field);
     if (!json_is_object(v))
-        return bad(e, field, v, "%s must be an object with \"zh-CN\" and \"en\" texts", field);
+        return jcheck_bad(e, field, v, "%s must be an object with \"zh-CN\" and \"en\" texts",
+                          field);
     if ((rc = check_unknown(v, field, languages, NELEM(languages), e)) != RC_OK)
         return rc;
     for (size_t i = 0; i < NELEM(languages); i++) {
         snprintf(sub, sizeof(sub), "%s.%s", field, languages[i]);
         if (json_object_get(v, languages[i]) == NULL)
-            return bad(e, sub, NULL, "%s is required", sub);
+            return jcheck_bad(e, sub, NULL, "%s is required", sub);
         if ((rc = want_str(json_object_get(v, languages[i]), sub, 1, max, 1, &s, e)) != RC_OK)
             return rc;
     }
@@ -294,8 +244,8 @@ static enum rc want_argv(const json_t *v, const char *field, size_t min, size_t 
     enum rc rc;
 
     if (!json_is_array(v) || json_array_size(v) < min || json_array_size(v) > max) {
-        bad(e, field, json_is_array(v) ? NULL : v, "%s must be an array of %zu to %zu strings",
-            field, min, max);
+        jcheck_bad(e, field, json_is_array(v) ? NULL : v,
+                   "%s must be an array of %zu to %zu strings", field, min, max);
         if (json_is_array(v))
             err_detail(e, "got %zu items", json_array_size(v));
         return RC_EINVAL;
@@ -335,33 +285,34 @@ static enum rc check_program(const json_t *doc, const char *examples_dir, struct
         if ((rc = want_str(script, "script", 1, MAX_SCRIPT, 1, &f->script, e)) != RC_OK)
             return rc;
         if (!is_relative_inside(f->script))
-            return bad(e, "script", script,
-                       "script must be a relative path inside examples_dir, without \".\" or "
-                       "\"..\" segments");
+            return jcheck_bad(
+                e, "script", script,
+                "script must be a relative path inside examples_dir, without \".\" or "
+                "\"..\" segments");
     }
     if (interp != NULL) {
         if (script == NULL)
-            return bad(e, "interpreter", NULL, "interpreter is allowed only with script");
+            return jcheck_bad(e, "interpreter", NULL, "interpreter is allowed only with script");
         if ((rc = want_str(interp, "interpreter", 2, MAX_SCRIPT, 1, &f->interpreter, e)) != RC_OK)
             return rc;
         if (f->interpreter[0] != '/')
-            return bad(e, "interpreter", interp, "interpreter must be an absolute path");
+            return jcheck_bad(e, "interpreter", interp, "interpreter must be an absolute path");
     }
     if (command != NULL && script != NULL)
-        return bad(e, "command", NULL, "give script or command, not both");
+        return jcheck_bad(e, "command", NULL, "give script or command, not both");
     if (command == NULL && script == NULL)
-        return bad(e, "script", NULL, "script (or command) is required");
+        return jcheck_bad(e, "script", NULL, "script (or command) is required");
     if (command != NULL) {
         if ((rc = want_argv(command, "command", 1, MAX_COMMAND, f->argv, e)) != RC_OK)
             return rc;
         if (json_string_value(json_array_get(f->argv, 0))[0] != '/')
-            return bad(e, "command[0]", json_array_get(command, 0),
-                       "command[0] must be an absolute path");
+            return jcheck_bad(e, "command[0]", json_array_get(command, 0),
+                              "command[0] must be an absolute path");
         return RC_OK;
     }
     if (examples_dir == NULL || examples_dir[0] != '/')
-        return bad(e, "script", NULL,
-                   "script needs the examples_dir setting (an absolute directory)");
+        return jcheck_bad(e, "script", NULL,
+                          "script needs the examples_dir setting (an absolute directory)");
     if (f->interpreter == NULL)
         f->interpreter = TPL_DEFAULT_INTERPRETER;
     /* One '/' between the two however examples_dir ends. */
@@ -369,7 +320,7 @@ static enum rc check_program(const json_t *doc, const char *examples_dir, struct
     while (dl > 1 && examples_dir[dl - 1] == '/')
         dl--;
     if (dl + 1 + strlen(f->script) > MAX_PATH_ARG)
-        return bad(e, "script", NULL, "examples_dir and script together are too long");
+        return jcheck_bad(e, "script", NULL, "examples_dir and script together are too long");
     snprintf(path, sizeof(path), "%.*s/%s", (int)dl, examples_dir, f->script);
     if (json_array_append_new(f->argv, json_string(f->interpreter)) != 0 ||
         json_array_append_new(f->argv, json_string(path)) != 0)
@@ -382,7 +333,7 @@ static enum rc need_int(const json_t *v, const char *field, json_int_t min, json
                         json_int_t *out, struct err *e)
 {
     if (v == NULL)
-        return bad(e, field, NULL, "%s is required", field);
+        return jcheck_bad(e, field, NULL, "%s is required", field);
     return want_int(v, field, min, max, 0, out, e);
 }
 
@@ -397,9 +348,10 @@ static enum rc check_transformer(const json_t *v, struct err *e)
     enum rc rc;
 
     if (!json_is_object(v))
-        return bad(e, "model.transformer", v,
-                   "model.transformer must be an object of layers, hidden, heads, ffn, vocab, "
-                   "seq_len and kind");
+        return jcheck_bad(
+            e, "model.transformer", v,
+            "model.transformer must be an object of layers, hidden, heads, ffn, vocab, "
+            "seq_len and kind");
     if ((rc = check_unknown(v, "model.transformer", transformer_keys, NELEM(transformer_keys),
                             e)) != RC_OK)
         return rc;
@@ -410,8 +362,9 @@ static enum rc check_transformer(const json_t *v, struct err *e)
             return rc;
     }
     if (n[1] % n[2] != 0)
-        return bad(e, "model.transformer.heads", json_object_get(v, "heads"),
-                   "model.transformer.heads must divide hidden (%" JSON_INTEGER_FORMAT ")", n[1]);
+        return jcheck_bad(e, "model.transformer.heads", json_object_get(v, "heads"),
+                          "model.transformer.heads must divide hidden (%" JSON_INTEGER_FORMAT ")",
+                          n[1]);
     return want_enum(json_object_get(v, "kind"), "model.transformer.kind", transformer_kinds,
                      NELEM(transformer_kinds), NULL, &kind, e);
 }
@@ -432,7 +385,7 @@ static enum rc check_known_model(const json_t *v, struct err *e)
             break;
         used += (size_t)w;
     }
-    return bad(e, "model.name", v, "model.name must be one of %s", list);
+    return jcheck_bad(e, "model.name", v, "model.name must be one of %s", list);
 }
 
 /* model: exactly one of a known name, a transformer shape, or a parameter
@@ -444,9 +397,9 @@ static enum rc check_model(const json_t *v, struct err *e)
     enum rc rc;
 
     if (!json_is_object(v))
-        return bad(e, "model", v,
-                   "model must be an object with name, transformer, or params and "
-                   "activation_bytes_per_sample");
+        return jcheck_bad(e, "model", v,
+                          "model must be an object with name, transformer, or params and "
+                          "activation_bytes_per_sample");
     if ((rc = check_unknown(v, "model", model_keys, NELEM(model_keys), e)) != RC_OK)
         return rc;
     name = json_object_get(v, "name");
@@ -454,7 +407,8 @@ static enum rc check_model(const json_t *v, struct err *e)
     params = json_object_get(v, "params");
     act = json_object_get(v, "activation_bytes_per_sample");
     if ((name != NULL) + (tr != NULL) + (params != NULL) != 1)
-        return bad(e, "model", NULL, "model must have exactly one of name, transformer and params");
+        return jcheck_bad(e, "model", NULL,
+                          "model must have exactly one of name, transformer and params");
     if (name != NULL)
         rc = check_known_model(name, e);
     else if (tr != NULL)
@@ -464,8 +418,8 @@ static enum rc check_model(const json_t *v, struct err *e)
     if (rc != RC_OK)
         return rc;
     if (params == NULL && act != NULL)
-        return bad(e, "model.activation_bytes_per_sample", NULL,
-                   "model.activation_bytes_per_sample goes only with model.params");
+        return jcheck_bad(e, "model.activation_bytes_per_sample", NULL,
+                          "model.activation_bytes_per_sample goes only with model.params");
     if (params != NULL)
         return need_int(act, "model.activation_bytes_per_sample", 1, MAX_ACTIVATION_BYTES, &n, e);
     return RC_OK;
@@ -517,18 +471,18 @@ static enum rc check_values(const json_t *v, const char *field, struct err *e)
     enum rc rc;
 
     if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > MAX_ENUM_VALUES)
-        return bad(e, field, json_is_array(v) ? NULL : v, "%s must be an array of 1 to %d strings",
-                   field, MAX_ENUM_VALUES);
+        return jcheck_bad(e, field, json_is_array(v) ? NULL : v,
+                          "%s must be an array of 1 to %d strings", field, MAX_ENUM_VALUES);
     json_array_foreach(v, i, x)
     {
         snprintf(sub, sizeof(sub), "%s[%zu]", field, i);
         if ((rc = want_str(x, sub, 1, MAX_ENUM_VALUE, 1, &s, e)) != RC_OK)
             return rc;
         if (s[0] == '-') /* it follows the flag: it would read as another one */
-            return bad(e, sub, x, "%s must not start with '-'", sub);
+            return jcheck_bad(e, sub, x, "%s must not start with '-'", sub);
         for (size_t k = 0; k < i; k++)
             if (json_equal(json_array_get(v, k), x))
-                return bad(e, sub, x, "%s repeats an earlier value", sub);
+                return jcheck_bad(e, sub, x, "%s repeats an earlier value", sub);
     }
     return RC_OK;
 }
@@ -550,14 +504,15 @@ static enum rc check_bounds(const json_t *p, const char *pfield, int integer, js
         b[i] = json_object_get(p, names[i]);
         snprintf(field, sizeof(field), "%s.%s", pfield, names[i]);
         if (b[i] != NULL && (integer ? !json_is_integer(b[i]) : !json_is_number(b[i])))
-            return bad(e, field, b[i], "%s must be %s", field, integer ? "an integer" : "a number");
+            return jcheck_bad(e, field, b[i], "%s must be %s", field,
+                              integer ? "an integer" : "a number");
         if (json_object_set(out, names[i], b[i] ? (json_t *)b[i] : json_null()) != 0)
             return oom(e);
     }
     if (b[0] != NULL && b[1] != NULL &&
         (integer ? json_integer_value(b[0]) > json_integer_value(b[1])
                  : as_double(b[0]) > as_double(b[1])))
-        return bad(e, field, NULL, "%s.min must not be larger than %s.max", pfield, pfield);
+        return jcheck_bad(e, field, NULL, "%s.min must not be larger than %s.max", pfield, pfield);
     return RC_OK;
 }
 
@@ -575,7 +530,7 @@ static enum rc check_param(const char *name, const json_t *p, const json_t *args
     *out = NULL;
     snprintf(pf, sizeof(pf), "params.%s", name);
     if (!json_is_object(p))
-        return bad(e, pf, p, "%s must be an object with type, label, arg and default", pf);
+        return jcheck_bad(e, pf, p, "%s must be an object with type, label, arg and default", pf);
     if ((rc = check_unknown(p, pf, param_keys, NELEM(param_keys), e)) != RC_OK)
         return rc;
     snprintf(field, sizeof(field), "%s.type", pf);
@@ -591,14 +546,15 @@ static enum rc check_param(const char *name, const json_t *p, const json_t *args
         return rc;
     snprintf(field, sizeof(field), "%s.arg", pf);
     if ((v = json_object_get(p, "arg")) == NULL)
-        return bad(e, field, NULL, "%s is required", field);
+        return jcheck_bad(e, field, NULL, "%s is required", field);
     if ((rc = want_str(v, field, 3, MAX_PARAM_ARG, 1, &arg, e)) != RC_OK)
         return rc;
     if (!is_flag(arg))
-        return bad(e, field, v, "%s must be a flag: \"--\" and then a-z, 0-9 and '-'", field);
+        return jcheck_bad(e, field, v, "%s must be a flag: \"--\" and then a-z, 0-9 and '-'",
+                          field);
     if (has_string(seen, arg) || has_string(args, arg))
-        return bad(e, field, v, "%s is already used by another parameter or the template's args",
-                   field);
+        return jcheck_bad(e, field, v,
+                          "%s is already used by another parameter or the template's args", field);
     if (json_array_append(seen, (json_t *)v) != 0 ||
         (pub = json_pack("{s:s,s:O,s:O,s:O}", "type", type, "label", json_object_get(p, "label"),
                          "help",
@@ -609,7 +565,7 @@ static enum rc check_param(const char *name, const json_t *p, const json_t *args
         rc = check_bounds(p, pf, type[0] == 'i', pub, e);
     } else if (json_object_get(p, "min") != NULL || json_object_get(p, "max") != NULL) {
         snprintf(field, sizeof(field), "%s.%s", pf, json_object_get(p, "min") ? "min" : "max");
-        rc = bad(e, field, NULL, "%s is only for int and float parameters", field);
+        rc = jcheck_bad(e, field, NULL, "%s is only for int and float parameters", field);
     } else if (json_object_set_new(pub, "min", json_null()) != 0 ||
                json_object_set_new(pub, "max", json_null()) != 0) {
         rc = oom(e);
@@ -618,12 +574,12 @@ static enum rc check_param(const char *name, const json_t *p, const json_t *args
     v = json_object_get(p, "values");
     if (rc == RC_OK && strcmp(type, "enum") == 0) {
         if (v == NULL)
-            rc = bad(e, field, NULL, "%s is required for an enum parameter", field);
+            rc = jcheck_bad(e, field, NULL, "%s is required for an enum parameter", field);
         else if ((rc = check_values(v, field, e)) == RC_OK &&
                  json_object_set(pub, "values", (json_t *)v) != 0)
             rc = oom(e);
     } else if (rc == RC_OK && v != NULL) {
-        rc = bad(e, field, NULL, "%s is only for enum parameters", field);
+        rc = jcheck_bad(e, field, NULL, "%s is only for enum parameters", field);
     } else if (rc == RC_OK && json_object_set_new(pub, "values", json_null()) != 0) {
         rc = oom(e);
     }
@@ -631,7 +587,7 @@ static enum rc check_param(const char *name, const json_t *p, const json_t *args
     snprintf(field, sizeof(field), "%s.default", pf);
     v = json_object_get(p, "default");
     if (rc == RC_OK && v == NULL)
-        rc = bad(e, field, NULL, "%s is required", field);
+        rc = jcheck_bad(e, field, NULL, "%s is required", field);
     if (rc == RC_OK && (rc = tpl_param_check(pub, v, field, e)) == RC_OK &&
         json_object_set(pub, "default", (json_t *)v) != 0)
         rc = oom(e);
@@ -653,19 +609,21 @@ static enum rc check_params(const json_t *v, const json_t *args, struct fields *
     if (seen == NULL)
         return oom(e);
     if (v != NULL && !json_is_object(v)) {
-        rc = bad(e, "params", v, "params must be an object of parameters");
+        rc = jcheck_bad(e, "params", v, "params must be an object of parameters");
         goto out;
     }
     if (json_object_size(v) > TPL_MAX_PARAMS) {
-        rc = bad(e, "params", NULL, "params must have at most %d parameters", TPL_MAX_PARAMS);
+        rc =
+            jcheck_bad(e, "params", NULL, "params must have at most %d parameters", TPL_MAX_PARAMS);
         goto out;
     }
     json_object_foreach((json_t *)v, name, p)
     {
         if (!is_param_name(name)) {
-            rc = bad(e, "params", NULL,
-                     "parameter names must be 1 to %d of a-z, 0-9 and '_', starting with a-z",
-                     MAX_PARAM_NAME);
+            rc =
+                jcheck_bad(e, "params", NULL,
+                           "parameter names must be 1 to %d of a-z, 0-9 and '_', starting with a-z",
+                           MAX_PARAM_NAME);
             goto out;
         }
         if ((rc = check_param(name, p, args, seen, &pub, e)) != RC_OK)
@@ -695,13 +653,13 @@ static enum rc check_plan_fields(const json_t *doc, struct fields *f, struct err
                         "auto", &f->strategy, e)) != RC_OK)
         return rc;
     if (strcmp(f->strategy, "auto") == 0 && f->model == NULL)
-        return bad(e, "model", NULL,
-                   "model is required with strategy \"auto\": the advisor plans from it");
+        return jcheck_bad(e, "model", NULL,
+                          "model is required with strategy \"auto\": the advisor plans from it");
     /* The names and values are the job spec's env, checked with its rules
      * when the template's job is (build_job). */
     v = json_object_get(doc, "env");
     if (v != NULL && (!json_is_object(v) || json_object_size(v) > MAX_ENV))
-        return bad(e, "env", v, "env must be an object of at most %d variables", MAX_ENV);
+        return jcheck_bad(e, "env", v, "env must be an object of at most %d variables", MAX_ENV);
     if ((rc = check_params(json_object_get(doc, "params"), json_object_get(doc, "args"), f, e)) !=
         RC_OK)
         return rc;
@@ -717,12 +675,13 @@ static enum rc check_fields(const json_t *doc, const char *examples_dir, struct 
     if ((rc = check_unknown(doc, "", known_keys, NELEM(known_keys), e)) != RC_OK)
         return rc;
     if ((v = json_object_get(doc, "id")) == NULL)
-        return bad(e, "id", NULL, "id is required");
+        return jcheck_bad(e, "id", NULL, "id is required");
     if ((rc = want_str(v, "id", 1, MAX_ID, 1, &f->id, e)) != RC_OK)
         return rc;
     if (!is_slug(f->id))
-        return bad(e, "id", v, "id must be 1 to %d of a-z, 0-9, '_', '-', starting with a-z or 0-9",
-                   MAX_ID);
+        return jcheck_bad(e, "id", v,
+                          "id must be 1 to %d of a-z, 0-9, '_', '-', starting with a-z or 0-9",
+                          MAX_ID);
     if ((rc = want_text(json_object_get(doc, "name"), "name", MAX_NAME, e)) != RC_OK ||
         (rc = want_text(json_object_get(doc, "description"), "description", MAX_DESCRIPTION, e)) !=
             RC_OK ||
@@ -734,7 +693,7 @@ static enum rc check_fields(const json_t *doc, const char *examples_dir, struct 
         (rc = want_argv(v, "args", 0, MAX_ARGS, f->argv, e)) != RC_OK)
         return rc;
     if ((v = json_object_get(doc, "gpus")) == NULL)
-        return bad(e, "gpus", NULL, "gpus is required");
+        return jcheck_bad(e, "gpus", NULL, "gpus is required");
     if ((rc = want_int(v, "gpus", 1, JOBSPEC_MAX_GPUS, 0, &f->gpus, e)) != RC_OK)
         return rc;
     v = json_object_get(doc, "gpus_per_node");
@@ -742,7 +701,7 @@ static enum rc check_fields(const json_t *doc, const char *examples_dir, struct 
                        &f->gpus_per_node, e)) != RC_OK)
         return rc;
     if (f->gpus_per_node > 0 && f->gpus % f->gpus_per_node != 0)
-        return bad(e, "gpus_per_node", v, "gpus must be a multiple of gpus_per_node");
+        return jcheck_bad(e, "gpus_per_node", v, "gpus must be a multiple of gpus_per_node");
     if ((rc = want_enum(json_object_get(doc, "launcher"), "launcher", launchers, NELEM(launchers),
                         "native", &f->launcher, e)) != RC_OK ||
         (rc = want_int(json_object_get(doc, "max_restarts"), "max_restarts", 0,
@@ -792,15 +751,15 @@ static enum rc build_job(const json_t *pub, json_t **out, struct err *e)
     /* The env's names and values are checked here only: by the job spec's
      * rules, so that a template cannot set a variable a submit could not. */
     if (rc != RC_OK && strncmp(je.field, "env", 3) == 0) {
-        rc = bad(e, je.field, NULL, "%s", je.message);
+        rc = jcheck_bad(e, je.field, NULL, "%s", je.message);
         err_detail(e, "%s", je.detail);
         goto out;
     }
     /* Every other key was checked above against the same limits, so this is
      * a template field this module forgot to check. */
     if (NEVER(rc != RC_OK)) {
-        rc = bad(e, "job", NULL, "the template's job is not a valid job spec: %s (%s)", je.message,
-                 je.field);
+        rc = jcheck_bad(e, "job", NULL, "the template's job is not a valid job spec: %s (%s)",
+                        je.message, je.field);
         goto out;
     }
     *out = job;
@@ -824,11 +783,11 @@ enum rc tpl_parse(const char *text, size_t len, const char *examples_dir, json_t
     *out = NULL;
     doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (doc == NULL) {
-        rc = bad(e, "", NULL, "not valid JSON: %s at line %d", jerr.text, jerr.line);
+        rc = jcheck_bad(e, "", NULL, "not valid JSON: %s at line %d", jerr.text, jerr.line);
         goto out;
     }
     if (!json_is_object(doc)) {
-        rc = bad(e, "", doc, "a template must be a JSON object");
+        rc = jcheck_bad(e, "", doc, "a template must be a JSON object");
         goto out;
     }
     if ((f.argv = json_array()) == NULL || (f.params = json_object()) == NULL) {
@@ -1072,8 +1031,8 @@ enum rc tpl_set_load(const char *dir, const char *examples_dir, struct tpl_set *
         {
             if (json_equal(json_object_get(seen, "id"), json_object_get(tpl, "id"))) {
                 rc = in_file(e, path,
-                             bad(e, "id", json_object_get(tpl, "id"),
-                                 "another template file has this id already"));
+                             jcheck_bad(e, "id", json_object_get(tpl, "id"),
+                                        "another template file has this id already"));
                 goto out;
             }
         }

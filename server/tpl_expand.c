@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "jobplan.h"
+#include "json_check.h"
 
 /* Keys the template fills in when the request has none, as they are named
  * in both the public form and the job spec. */
@@ -41,66 +42,9 @@ static void plain(const char *s, size_t len, char *buf, size_t size)
     buf[o] = '\0';
 }
 
-/* "got ..." for a detail: short plain scalars as they are, else their type. */
-static void describe(const json_t *v, struct err *e)
-{
-    char q[80];
-
-    if (json_is_string(v)) {
-        plain(json_string_value(v), json_string_length(v), q, sizeof(q));
-        if (json_string_length(v) <= 64 && strchr(q, '?') == NULL)
-            err_detail(e, "got \"%s\"", q);
-        else
-            err_detail(e, "got a string of %zu bytes", json_string_length(v));
-    } else if (json_is_integer(v))
-        err_detail(e, "got %" JSON_INTEGER_FORMAT, json_integer_value(v));
-    else if (json_is_real(v))
-        err_detail(e, "got %g", json_real_value(v));
-    else if (json_is_boolean(v))
-        err_detail(e, "got %s", json_is_true(v) ? "true" : "false");
-    else if (json_is_null(v))
-        err_detail(e, "got null");
-    else if (json_is_object(v))
-        err_detail(e, "got an object");
-    else
-        err_detail(e, "got an array");
-}
-
-static enum rc bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
-    TY_PRINTF(4, 5);
-
-/* Fill e: RC_EINVAL at field, the message, v described (NULL: nothing). */
-static enum rc bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    err_set(e, RC_EINVAL, field, "%s", msg);
-    if (v != NULL)
-        describe(v, e);
-    return RC_EINVAL;
-}
-
 static enum rc oom(struct err *e)
 {
     return err_set(e, RC_ENOMEM, NULL, "internal error");
-}
-
-/* Whether s[0..len) has a C0, DEL or C1 control character (valid UTF-8). */
-static int has_ctrl(const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-
-    for (size_t i = 0; i < len; i++) {
-        if (u[i] < 0x20 || u[i] == 0x7f)
-            return 1;
-        if (u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
-            return 1;
-    }
-    return 0;
 }
 
 /* The number v as a double (integer or real). */
@@ -161,18 +105,18 @@ enum rc tpl_param_check(const json_t *schema, const json_t *value, const char *f
     if (strcmp(type, "int") == 0) {
         range_text(min, max, range, sizeof(range));
         if (!json_is_integer(value) || !in_range(value, min, max))
-            return bad(e, field, value, "%s must be an integer%s", field, range);
+            return jcheck_bad(e, field, value, "%s must be an integer%s", field, range);
         return RC_OK;
     }
     if (strcmp(type, "float") == 0) {
         range_text(min, max, range, sizeof(range));
         if (!json_is_number(value) || !in_range(value, min, max))
-            return bad(e, field, value, "%s must be a number%s", field, range);
+            return jcheck_bad(e, field, value, "%s must be a number%s", field, range);
         return RC_OK;
     }
     if (strcmp(type, "bool") == 0) {
         if (!json_is_boolean(value))
-            return bad(e, field, value, "%s must be true or false", field);
+            return jcheck_bad(e, field, value, "%s must be true or false", field);
         return RC_OK;
     }
     if (strcmp(type, "enum") == 0) {
@@ -189,21 +133,21 @@ enum rc tpl_param_check(const json_t *schema, const json_t *value, const char *f
                 break;
             used += (size_t)w;
         }
-        return bad(e, field, value, "%s must be one of %s", field, list);
+        return jcheck_bad(e, field, value, "%s must be one of %s", field, list);
     }
     if (strcmp(type, "string") == 0) {
         if (!json_is_string(value))
-            return bad(e, field, value, "%s must be a string", field);
+            return jcheck_bad(e, field, value, "%s must be a string", field);
         if (json_string_length(value) > TPL_MAX_STRING_PARAM)
-            return bad(e, field, value, "%s must be at most %d bytes long", field,
-                       TPL_MAX_STRING_PARAM);
+            return jcheck_bad(e, field, value, "%s must be at most %d bytes long", field,
+                              TPL_MAX_STRING_PARAM);
         if (memchr(json_string_value(value), '\0', json_string_length(value)) != NULL ||
-            has_ctrl(json_string_value(value), json_string_length(value)))
-            return bad(e, field, NULL, "%s must not contain control characters", field);
+            jcheck_has_ctrl(json_string_value(value), json_string_length(value)))
+            return jcheck_bad(e, field, NULL, "%s must not contain control characters", field);
         /* The value is the argument after the flag: one starting with '-'
          * would be read as another flag. */
         if (json_string_value(value)[0] == '-')
-            return bad(e, field, value, "%s must not start with '-'", field);
+            return jcheck_bad(e, field, value, "%s must not start with '-'", field);
         return RC_OK;
     }
     return err_set(e, RC_EINVAL, field, "%s has an unknown type in the template", field);
@@ -283,7 +227,7 @@ static enum rc check_unknown(const json_t *given, const json_t *schema, struct e
         return RC_OK;
     plain(worst, worst_len, k, sizeof(k));
     snprintf(field, sizeof(field), "params.%s", k);
-    bad(e, field, NULL, "unknown parameter \"%s\": the template has no such parameter", k);
+    jcheck_bad(e, field, NULL, "unknown parameter \"%s\": the template has no such parameter", k);
     return RC_EINVAL;
 }
 
@@ -391,12 +335,13 @@ enum rc tpl_expand(const json_t *tpl, const json_t *req, json_t **out, struct er
 
     *out = NULL;
     if (!json_is_object(req))
-        return bad(e, "", req, "job spec must be a JSON object");
+        return jcheck_bad(e, "", req, "job spec must be a JSON object");
     given = json_object_get(req, "params");
     if (json_is_null(given))
         given = NULL;
     if (given != NULL && !json_is_object(given))
-        return bad(e, "params", given, "params must be an object of the template's parameters");
+        return jcheck_bad(e, "params", given,
+                          "params must be an object of the template's parameters");
     if (given != NULL && (rc = check_unknown(given, json_object_get(tpl, "params"), e)) != RC_OK)
         return rc;
     if ((spec = json_deep_copy(req)) == NULL)
