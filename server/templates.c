@@ -583,6 +583,16 @@ static enum rc check_param(const char *name, const json_t *p, const json_t *args
     } else if (rc == RC_OK && json_object_set_new(pub, "values", json_null()) != 0) {
         rc = oom(e);
     }
+    /* "batch" becomes the job's global_batch (tpl_expand.h), so every value
+     * the schema lets a user give must be one the job spec takes. */
+    if (rc == RC_OK && strcmp(name, "batch") == 0 &&
+        (strcmp(type, "int") != 0 || !json_is_integer(json_object_get(p, "min")) ||
+         !json_is_integer(json_object_get(p, "max")) ||
+         json_integer_value(json_object_get(p, "min")) < 1 ||
+         json_integer_value(json_object_get(p, "max")) > JOBSPEC_MAX_GLOBAL_BATCH))
+        rc = jcheck_bad(e, pf, NULL,
+                        "%s is the global batch: an int parameter with min >= 1 and max <= %d", pf,
+                        JOBSPEC_MAX_GLOBAL_BATCH);
     /* The default passes the same check as a user's value (tpl_expand.h). */
     snprintf(field, sizeof(field), "%s.default", pf);
     v = json_object_get(p, "default");

@@ -726,6 +726,16 @@ static void bad_params_schemas_are_refused(void **state)
                       "params.steps.help", "must be an object");
     expect_bad_params("{\"steps\":{\"type\":\"int\"," LABEL ",\"default\":1}}", "params.steps.arg",
                       "is required");
+    /* "batch" becomes the job's global_batch: a schema that lets a user give
+     * 0 (found by fuzz_templates) or an unbounded value is refused. */
+    expect_bad_params("{\"batch\":{\"type\":\"int\"," LABEL
+                      ",\"arg\":\"--batch\",\"min\":0,\"max\":64,\"default\":8}}",
+                      "params.batch", "is the global batch");
+    expect_bad_params("{\"batch\":{\"type\":\"int\"," LABEL ",\"arg\":\"--batch\",\"default\":8}}",
+                      "params.batch", "is the global batch");
+    expect_bad_params("{\"batch\":{\"type\":\"string\"," LABEL
+                      ",\"arg\":\"--batch\",\"default\":\"8\"}}",
+                      "params.batch", "is the global batch");
     expect_bad_params("{\"steps\":{\"type\":\"int\"," LABEL ",\"arg\":\"-s\",\"default\":1}}",
                       "params.steps.arg", "3 to 64 bytes");
     expect_bad_params("{\"steps\":{\"type\":\"int\"," LABEL ",\"arg\":\"--Steps\",\"default\":1}}",
