@@ -408,7 +408,7 @@ enum rc sim_run(const struct sim_config *cfg, const struct sim_trace *t, struct 
     S.cfg = cfg;
     S.t = t;
     S.preemptive = strcmp(cfg->policy->name, "tiresias-las") == 0;
-    bool quota = strcmp(cfg->policy->name, "trainyard") == 0;
+    bool quota = strncmp(cfg->policy->name, "trainyard", 9) == 0; /* and trainyard-spf */
     if ((rc = setup(&S, e)) != RC_OK)
         goto out;
     size_t next = 0, ndone = 0;
