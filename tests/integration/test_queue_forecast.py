@@ -14,13 +14,16 @@ with 4 fake GPUs and real PostgreSQL:
 - POST /api/v1/queue/what-if answers for a hypothetical job (it starts when
   a job ahead is predicted to end) and changes nothing; bad input gets a
   clear 400;
+- trainyard queue and trainyard show JOB print the same forecast;
 - a second server on the same database (a replica, not the leader) serves
   the leader's forecast.
 
 Times are compared as the forecast computed them, never against a clock."""
 import datetime
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -220,6 +223,41 @@ class QueueForecastTest(ServerTest):
         _, c = self.make_user("fc-other")
         self.assert_error(c.post(wi, {"team": "free", "resources": {"gpus": 1}}), 403, None,
                           "team")
+
+    def test_cli_queue_and_show(self):
+        tok = self.admin.post("/api/v1/tokens", {"name": "fc-cli"})[1]["token"]
+        env = dict(os.environ, TRAINYARD_SERVER=self.server.url, TRAINYARD_TOKEN=tok)
+
+        def cli(*args):
+            return subprocess.run([harness.CLI_BIN] + list(args), capture_output=True,
+                                  text=True, env=env, timeout=60)
+        out = cli("queue", "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual([j["id"] for j in json.loads(out.stdout)["jobs"]],
+                         [self.ids[k] for k in "WBQ"])
+        out = cli("queue")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("forecast of "), lines)
+        self.assertIn("ESTIMATED START", lines[1])
+        w = next(line for line in lines if line.split()[1:2] == [self.ids["W"]])
+        self.assertIn("waiting for GPUs: needs 4, 2 free where it fits", w)
+        self.assertIn(self.entry("W")["estimated_start"], w)
+        b = next(line for line in lines if line.split()[1:2] == [self.ids["B"]])
+        self.assertIn("reserved for job %s" % self.ids["W"], b)
+        out = cli("show", self.ids["B"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("state QUEUED", out.stdout)
+        self.assertIn("queue position 1", out.stdout)
+        self.assertIn("reserved for job %s" % self.ids["W"], out.stdout)
+        out = cli("show", self.ids["R"], "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        shown = json.loads(out.stdout)
+        self.assertEqual((shown["job"]["state"], shown["forecast"]), ("RUNNING", None))
+        out = cli("show", "999999")
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn("404", out.stderr)
+        self.assertEqual(cli("show").returncode, 2)
 
     def test_replica_serves_the_leaders_forecast(self):
         replica = Server(self.db, args=self.server_args, admin=False)
