@@ -290,6 +290,36 @@ out:
                       "json_build_object('run_s', CASE WHEN q.run_ms > 0 THEN (q.run_ms / "        \
                       "1000.0)::float8 END, 'source', q.source))"
 
+/* Whether team column t is visible to member $1 (0 = everyone). */
+#define VISIBLE(t)                                                                                 \
+    "($1::bigint = 0 OR " t " IN (SELECT m.team_id FROM memberships m WHERE m.user_id = "          \
+    "$1::bigint))"
+
+/* The still-queued forecast rows with their places now (jobs placed or
+ * cancelled since the forecast drop out, the rest close up). */
+#define READ_QUEUED                                                                                \
+    "WITH q AS (SELECT f.*, (row_number() OVER (ORDER BY f.position, f.job_id) - 1)::int AS pos "  \
+    "FROM queue_forecast f JOIN jobs j ON j.id = f.job_id WHERE f.kind = 'queued' AND j.state IN " \
+    "('QUEUED', 'RESTARTING') AND NOT j.cancel_requested) "
+
+#define READ_JOBS                                                                                  \
+    "(SELECT coalesce(json_agg(" ENTRY_JSON " ORDER BY q.pos), '[]'::json) FROM q JOIN jobs j ON " \
+    "j.id = q.job_id JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id "           \
+    "WHERE " VISIBLE("j.team_id") " AND ($2::bigint = 0 OR j.id = $2::bigint))"
+
+#define READ_RUNNING                                                                               \
+    "(SELECT coalesce(json_agg(json_build_object('id', f.job_id::text, 'expected_end', " ISO_MS(   \
+        "f.end_at") ", 'prediction', json_build_object('run_s', CASE WHEN f.run_ms > 0 THEN "      \
+                    "(f.run_ms / 1000.0)::float8 END, 'source', f.source)) ORDER BY f.job_id), "   \
+                    "'[]'::json) FROM queue_forecast f JOIN jobs j ON j.id = f.job_id WHERE "      \
+                    "f.kind = 'running' AND " VISIBLE("j.team_id") " AND ($2::bigint = 0 OR "      \
+                                                                   "f.job_id = $2::bigint))"
+
+#define READ_SQL                                                                                   \
+    READ_QUEUED "SELECT (SELECT " ISO_MS("generated_at") " FROM queue_forecast_meta) AS "          \
+                                                         "generated_at, " READ_JOBS                \
+                                                         " AS jobs, " READ_RUNNING " AS running"
+
 enum rc db_forecast_read(PGconn *c, int64_t member_of, int64_t job_id, json_t **generated,
                          json_t **jobs, json_t **running, const char *req_id)
 {
@@ -304,32 +334,7 @@ enum rc db_forecast_read(PGconn *c, int64_t member_of, int64_t job_id, json_t **
         *running = NULL;
     /* One statement, so meta and rows come from one snapshot of the tables
      * (the leader replaces both in one transaction). */
-    rc = db_query_json(
-        c,
-        "WITH q AS (SELECT f.*, (row_number() OVER (ORDER BY f.position, f.job_id) - 1)::int AS "
-        "pos FROM queue_forecast f JOIN jobs j ON j.id = f.job_id WHERE f.kind = 'queued' AND "
-        "j.state IN ('QUEUED', 'RESTARTING') AND NOT j.cancel_requested), vis AS (SELECT j.id "
-        "FROM jobs j WHERE $1::bigint = 0 OR j.team_id IN (SELECT team_id FROM memberships WHERE "
-        "user_id = $1::bigint)) SELECT (SELECT " ISO_MS(
-            "generated_at") " FROM queue_forecast_meta) AS generated_at, (SELECT "
-                            "coalesce(json_agg(" ENTRY_JSON
-                            " ORDER BY q.pos), '[]'::json) FROM q JOIN jobs j ON j.id = q.job_id "
-                            "JOIN teams t ON t.id = "
-                            "j.team_id JOIN users u ON u.id = j.user_id WHERE j.id IN (SELECT id "
-                            "FROM vis) AND "
-                            "($2::bigint = 0 OR j.id = $2::bigint)) AS jobs, (SELECT "
-                            "coalesce(json_agg(json_build_"
-                            "object('id', f.job_id::text, 'expected_end', " ISO_MS(
-                                "f.end_at") ", 'prediction', json_build_object('run_s', CASE WHEN "
-                                            "f.run_ms > 0 THEN "
-                                            "(f.run_ms / 1000.0)::float8 END, 'source', "
-                                            "f.source)) ORDER BY "
-                                            "f.job_id), '[]'::json) FROM queue_forecast f WHERE "
-                                            "f.kind = 'running' AND "
-                                            "f.job_id IN (SELECT id FROM vis) AND ($2::bigint = 0 "
-                                            "OR f.job_id = "
-                                            "$2::bigint)) AS running",
-        2, p, 1, &meta, req_id);
+    rc = db_query_json(c, READ_SQL, 2, p, 1, &meta, req_id);
     if (rc != RC_OK)
         return rc;
     rows = json_incref(json_object_get(meta, "jobs"));
