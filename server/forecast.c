@@ -20,6 +20,7 @@ struct forecast {
     struct pred_state *pred;      /* owned; NULL until the first learn */
     struct db_forecast_mark mark; /* how far finished jobs were read */
     int64_t last_store_us;        /* monotonic; 0 = never stored */
+    int64_t last_cost_us;         /* what the last refresh took, simulation and store */
     /* What forecast_prepare() predicted for the snapshot, parallel to its
      * jobs and running arrays (the times themselves are in the snapshot). */
     int64_t *q_run_ms; /* predicted run, with the time limit as fallback */
@@ -68,6 +69,7 @@ void forecast_reset(struct forecast *f)
     f->pred = NULL;
     db_forecast_mark_init(&f->mark);
     f->last_store_us = 0;
+    f->last_cost_us = 0;
 }
 
 void forecast_opts(const struct srv_config *cfg, struct sched_forecast_opts *out)
@@ -245,17 +247,23 @@ enum rc forecast_refresh(struct forecast *f, PGconn *c, const struct sched_polic
 {
     struct sched_forecast_opts opts;
     struct db_forecast_meta meta;
-    int64_t t0 = srv_mono_us(), *placed = NULL;
+    int64_t t0 = srv_mono_us(), t_sim = 0, *placed = NULL;
     size_t nplaced = 0, n = 0;
     enum rc rc;
 
     if (stored != NULL)
         *stored = 0;
+    /* The scheduler thread spends at most a fifth of its time forecasting:
+     * a large queue's forecast (seconds) would otherwise follow every pass
+     * and slow placements down; the forecast then just ages a little. */
     if (f->last_store_us != 0 &&
         t0 - f->last_store_us < (int64_t)f->cfg->forecast_interval_ms * 1000)
         return RC_OK;
+    if (f->last_store_us != 0 && t0 - f->last_store_us < FORECAST_COST_FACTOR * f->last_cost_us)
+        return RC_OK;
     forecast_opts(f->cfg, &opts);
     rc = sched_forecast(policy, &snap->cluster, &snap->queue, snap->now_ms, &opts, &f->out);
+    t_sim = srv_mono_us() - t0;
     if (rc == RC_OK && f->out.njobs + snap->cluster.nrunning + 1 > f->e_cap) {
         size_t cap = f->out.njobs + snap->cluster.nrunning + 1;
         struct db_forecast_entry *e = realloc(f->entries, cap * sizeof(*e));
@@ -320,11 +328,13 @@ enum rc forecast_refresh(struct forecast *f, PGconn *c, const struct sched_polic
     rc = db_forecast_store(c, f->entries, n, &meta);
     if (rc == RC_OK) {
         f->last_store_us = srv_mono_us();
+        f->last_cost_us = f->last_store_us - t0;
         if (stored != NULL)
             *stored = 1;
         LOG_DEBUG("sched", "forecast stored",
-                  "queued=%zu running=%zu truncated=%d duration_us=%lld", f->out.njobs,
-                  snap->cluster.nrunning, (int)f->out.truncated, (long long)meta.duration_us);
+                  "queued=%zu running=%zu truncated=%d simulate_us=%lld duration_us=%lld",
+                  f->out.njobs, snap->cluster.nrunning, (int)f->out.truncated, (long long)t_sim,
+                  (long long)(srv_mono_us() - t0));
     }
 out:
     free(placed);

@@ -13,7 +13,8 @@
  * Bounded: a pass learns at most FORECAST_LEARN_PER_PASS new jobs (the
  * first pass of a new leader reads up to FORECAST_LEARN_AT_START), the
  * simulation is bounded by forecast_horizon_s and forecast_max_events, and
- * a forecast is stored at most every forecast_interval_ms.
+ * a forecast is stored at most every forecast_interval_ms, and no sooner
+ * than FORECAST_COST_FACTOR times what the last one took after it.
  *
  * Thread-safety: one per thread; the scheduler thread owns it.
  */
@@ -27,6 +28,10 @@
 #include "err.h"
 #include "sched.h"
 #include "sched_forecast.h"
+
+/* A refresh waits at least this many times what the last one took, so that
+ * forecasting takes at most 1 / (1 + factor) of the scheduler thread. */
+#define FORECAST_COST_FACTOR 4
 
 #define FORECAST_LEARN_PER_PASS 5000
 #define FORECAST_LEARN_AT_START 200000
@@ -57,7 +62,8 @@ enum rc forecast_prepare(struct forecast *f, PGconn *c, struct db_sched_snapshot
 
 /*
  * After the pass whose decisions are d (applied or not, applied says):
- * unless the last stored forecast is younger than forecast_interval_ms,
+ * unless the last stored forecast is younger than forecast_interval_ms (or
+ * than FORECAST_COST_FACTOR times what making it took),
  * simulate snap under policy and store the result in one transaction. The
  * jobs d placed are left out (they no longer wait) and the rest renumbered.
  * *stored (may be NULL) is set to 1 when a forecast was stored.
