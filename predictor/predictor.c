@@ -37,6 +37,7 @@ struct entry {
 struct pred_state {
     double q;
     size_t min_samples, max_per_key;
+    unsigned skip;     /* bits of enum pred_source not consulted */
     struct entry *tab; /* owned; ncap slots */
     size_t ncap, nused;
     size_t observed;
@@ -204,6 +205,7 @@ enum rc pred_new(const struct pred_opts *opts, struct pred_state **out)
     p->q = o.quantile;
     p->min_samples = o.min_samples;
     p->max_per_key = o.max_per_key;
+    p->skip = o.skip;
     if (grow(p) != RC_OK) {
         free(p);
         return RC_ENOMEM;
@@ -354,7 +356,7 @@ int64_t pred_predict(const struct pred_state *p, const struct pred_key *k, int64
 
     for (int lv = 0; p != NULL && k != NULL && lv < NLEVELS; lv++) {
         struct view v;
-        if (!level_view(k, lv, &v))
+        if ((p->skip & (1u << srcs[lv])) || !level_view(k, lv, &v))
             continue;
         uint64_t h = view_hash(&v);
         const struct entry *e = &p->tab[slot_of(p, &v, h)];

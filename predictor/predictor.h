@@ -48,6 +48,8 @@ struct pred_opts {
     double quantile;    /* 0 < q < 1; 0 = 0.5 */
     size_t min_samples; /* a key answers only with this many runs; 0 = 3 */
     size_t max_per_key; /* runs kept per key (newest); 0 = 64; at most PRED_MAX_PER_KEY */
+    unsigned skip;      /* keys never consulted: bits (1u << PRED_EXACT) ... (1u << PRED_TEAM);
+                           0 = consult all. Runs are recorded under every key anyway. */
 };
 
 #define PRED_MAX_PER_KEY 4096

@@ -13,7 +13,9 @@
  * gpus_per_node is honoured, a job of a site lands only on nodes of that site
  * (site 0 on either side matches anything; "fits one node" means one node of
  * the job's site), quota preemptions only hit borrowing jobs, and a
- * placement touching the reserved GPUs ends before the reservation starts.
+ * placement touching the reserved GPUs has its time limit end by the
+ * reservation's bound (its start when nothing is predicted), as does every
+ * running job holding them: predictions never break the time-limit guarantee.
  *
  * Thread-safety: no globals; one thread owns a struct sched_decisions. Distinct
  * decisions objects may be planned concurrently over a shared read-only
@@ -131,6 +133,9 @@ struct sched_queue {
 };
 
 #define SCHED_BACKFILL_DEPTH 5000
+/* trainyard-spf: a job waits behind jobs submitted up to this many times its
+ * predicted run after it, at most (aging: no job waits forever) */
+#define SCHED_SPF_AGING 1
 /* tiresias-las: attained service that moves a job to the second queue (GPU-ms) */
 #define SCHED_LAS_THRESHOLD_GPU_MS (16LL * 3600 * 1000)
 
@@ -138,7 +143,8 @@ struct sched_placement {
     int64_t job_id;
     const struct sched_alloc *allocs; /* owned by the decisions; nallocs entries */
     size_t nallocs;
-    int64_t end_by_ms; /* now + the job's time limit; SCHED_TIME_UNKNOWN if none */
+    int64_t end_by_ms;       /* now + the job's time limit; SCHED_TIME_UNKNOWN if none */
+    int64_t expected_end_ms; /* now + predicted_ms when known, else end_by_ms */
 };
 
 struct sched_preemption {
@@ -148,11 +154,15 @@ struct sched_preemption {
 };
 
 struct sched_reservation {
-    bool valid;                       /* false: no job is blocked, or no time is known */
-    int64_t job_id;                   /* the highest-priority job that did not fit */
-    int64_t start_ms;                 /* earliest start from the running jobs' time limits */
+    bool valid;       /* false: no job is blocked, or no time is known */
+    int64_t job_id;   /* the highest-priority job that did not fit */
+    int64_t start_ms; /* earliest start from the running jobs' expected ends (predictions,
+                         else time limits) */
     const struct sched_alloc *allocs; /* owned by the decisions; the GPUs held for it */
     size_t nallocs;
+    int64_t bound_ms; /* the latest start the time limits guarantee on these GPUs (>= start_ms;
+                         equal without predictions): the latest limit among their holders.
+                         A placement on reserved GPUs has its limit end by it. */
 };
 
 struct sched_plan_int; /* scratch kept between passes; internal */
@@ -196,8 +206,10 @@ void sched_decisions_init(struct sched_decisions *d);
 void sched_decisions_cleanup(struct sched_decisions *d);
 
 /*
- * The policy named "fifo", "sjf-oracle", "trainyard" or "tiresias-las";
- * NULL when unknown. The result is static; never free it.
+ * The policy named "fifo", "sjf-oracle", "trainyard", "tiresias-las" or
+ * "trainyard-spf" (trainyard ordering each team's jobs shortest predicted
+ * first with aging, instead of by submit time); NULL when unknown. The result is static; never free
+ * it.
  */
 const struct sched_policy *sched_policy_find(const char *name);
 
@@ -227,7 +239,8 @@ enum rc sched_plan(const struct sched_policy *policy, const struct sched_cluster
  * preemptions only of running, preemptible jobs and, for quota preemptions,
  * only of borrowing jobs (those whose GPUs, newest last, lie above their
  * team's quota); the reservation on READY nodes with the right GPU count; a
- * placement touching a reserved GPU ends by the reservation start.
+ * placement touching a reserved GPU, and a running job holding one, ends
+ * (by its time limit) by the reservation's bound_ms, which is >= start_ms.
  * Returns RC_OK, or RC_ECONFLICT with e (may be NULL) naming the violation.
  */
 enum rc sched_check(const struct sched_cluster *cluster, const struct sched_queue *queue,

@@ -291,11 +291,42 @@ static enum rc check_placements(struct chk *k, int64_t now, struct err *e)
                                (long long)j->id, (long long)pl->allocs[a].node_id,
                                (unsigned long long)m);
             k->avail[n] &= ~m;
+            /* its limit, not its prediction: a job may outlive the prediction */
             if (res->valid && (k->resmask[n] & m) &&
-                (pl->end_by_ms == SCHED_TIME_UNKNOWN || pl->end_by_ms > res->start_ms))
+                (pl->end_by_ms == SCHED_TIME_UNKNOWN || pl->end_by_ms > res->bound_ms))
                 return err_set(e, RC_ECONFLICT, "placements",
                                "job %lld uses gpus reserved for job %lld and ends after %lld",
-                               (long long)j->id, (long long)res->job_id, (long long)res->start_ms);
+                               (long long)j->id, (long long)res->job_id, (long long)res->bound_ms);
+        }
+    }
+    return RC_OK;
+}
+
+/*
+ * The time-limit guarantee of the reserved head job: every running job that
+ * holds a reserved GPU (and is not preempted) ends by the bound, by its limit
+ * or (sjf-oracle) its true end. With the placements' own check (their limit
+ * ends by the bound), every reserved GPU is then free by bound_ms however long
+ * the predicted jobs really run. Jobs without a limit give no guarantee.
+ */
+static enum rc check_reserved_holders(struct chk *k, struct err *e)
+{
+    const struct sched_reservation *res = &k->d->reservation;
+
+    for (size_t r = 0; r < k->c->nrunning; r++) {
+        const struct sched_running *rj = &k->c->running[r];
+        if (k->preempted[r] || rj->end_by_ms == SCHED_TIME_UNKNOWN ||
+            rj->end_by_ms <= res->bound_ms ||
+            (rj->true_end_ms != SCHED_TIME_UNKNOWN && rj->true_end_ms <= res->bound_ms))
+            continue;
+        for (size_t a = 0; a < rj->nallocs; a++) {
+            long n = find(k->nodes, k->c->nnodes, rj->allocs[a].node_id);
+            if (n >= 0 && (rj->allocs[a].gpu_mask & k->resmask[n]))
+                return err_set(e, RC_ECONFLICT, "reservation",
+                               "running job %lld holds gpus reserved for job %lld until %lld, "
+                               "after the bound %lld",
+                               (long long)rj->job_id, (long long)res->job_id,
+                               (long long)rj->end_by_ms, (long long)res->bound_ms);
         }
     }
     return RC_OK;
@@ -316,6 +347,10 @@ static enum rc check_reservation(struct chk *k, int64_t now, struct err *e)
                        (long long)res->job_id);
     if (res->start_ms < now)
         return err_set(e, RC_ECONFLICT, "reservation", "reservation starts in the past");
+    if (res->bound_ms < res->start_ms)
+        return err_set(e, RC_ECONFLICT, "reservation",
+                       "reservation bound %lld is before its start %lld", (long long)res->bound_ms,
+                       (long long)res->start_ms);
     enum rc rc = check_gang(k, &k->q->jobs[ji], res->allocs, res->nallocs, "reservation", e);
     if (rc != RC_OK)
         return rc;
@@ -323,7 +358,7 @@ static enum rc check_reservation(struct chk *k, int64_t now, struct err *e)
         long n = find(k->nodes, k->c->nnodes, res->allocs[a].node_id);
         k->resmask[n] |= res->allocs[a].gpu_mask;
     }
-    return RC_OK;
+    return check_reserved_holders(k, e);
 }
 
 enum rc sched_check(const struct sched_cluster *cluster, const struct sched_queue *queue,

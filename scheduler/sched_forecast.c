@@ -423,6 +423,8 @@ static enum rc apply(struct sim *S, const struct sched_decisions *d, int64_t t)
             S->nodes[n].free_mask &= ~pl->allocs[a].gpu_mask;
         }
         int64_t dur = job_dur(S, j);
+        if (!(S->pol->flags & F_ORACLE) && j->time_limit_ms > 0 && dur > j->time_limit_ms)
+            dur = j->time_limit_ms; /* stopped at its limit */
         struct sched_running r;
         memset(&r, 0, sizeof(r));
         r.job_id = j->id;
@@ -581,8 +583,8 @@ static enum rc sim_load(struct sim *S, const struct sched_cluster *c, const stru
         int64_t end;
         if ((S->pol->flags & F_ORACLE) && rj->true_end_ms != SCHED_TIME_UNKNOWN)
             end = rj->true_end_ms;
-        else if (rj->expected_end_ms > 0 && rj->expected_end_ms != SCHED_TIME_UNKNOWN)
-            end = rj->expected_end_ms;
+        else if (rj->expected_end_ms > 0 && rj->expected_end_ms < rj->end_by_ms)
+            end = rj->expected_end_ms; /* never past its limit: it is stopped there */
         else if (rj->end_by_ms != SCHED_TIME_UNKNOWN)
             end = rj->end_by_ms;
         else

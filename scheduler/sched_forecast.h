@@ -76,7 +76,7 @@ void sched_forecast_cleanup(struct sched_forecast *f);
 
 /*
  * Simulate the queue forward from the snapshot under policy (NULL = "trainyard"):
- * running jobs end at expected_end_ms (else end_by_ms; a job past both ends at
+ * running jobs end at expected_end_ms (else, or when later, end_by_ms; a job past both ends at
  * the first simulated event; one with neither runs default_duration_ms from
  * its start), queued jobs run for predicted_ms (else time_limit_ms, else
  * opts->default_duration_ms), and each simulated pass is a sched_plan() at the

@@ -23,9 +23,11 @@
 #define MAX_PREEMPT_CANDS 256                           /* victims considered per attempt */
 #define LAS_THRESHOLD_GPU_MS SCHED_LAS_THRESHOLD_GPU_MS /* 16 GPU-hours, as Pollux's Tiresias */
 
-enum { KIND_FIFO = 1, KIND_SJF = 2, KIND_FAIR = 3, KIND_LAS = 4 };
-/* F_BF_SHORTEST: backfill candidates are tried shortest time limit first. */
-enum { F_BACKFILL = 1, F_ORACLE = 2, F_QUOTA = 4, F_LAS = 8, F_BF_SHORTEST = 16 };
+/* KIND_SPF is only a sort order: trainyard-spf's order inside a (priority, team) bucket. */
+enum { KIND_FIFO = 1, KIND_SJF = 2, KIND_FAIR = 3, KIND_LAS = 4, KIND_SPF = 5 };
+/* F_BF_SHORTEST: backfill candidates are tried shortest (predicted, else limit) first.
+ * F_SPF: inside a team, shortest predicted first with aging instead of submit order. */
+enum { F_BACKFILL = 1, F_ORACLE = 2, F_QUOTA = 4, F_LAS = 8, F_BF_SHORTEST = 16, F_SPF = 32 };
 
 struct idx {
     size_t n;
@@ -65,6 +67,8 @@ struct pass {
     size_t nresnodes;
     int64_t resfree_total;
     int64_t res_start;
+    int64_t res_bound; /* the head's start guaranteed by time limits (reserve_bound) */
+    bool bf_pred;      /* some backfill candidate is ordered by its prediction */
     bool has_res;
     bool *topo;
     int maxng;

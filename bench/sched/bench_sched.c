@@ -3,8 +3,10 @@
  * Philly GPU-size mix on 1,000 nodes x 8 GPUs that are half busy (also with
  * the Philly size mix), 11 teams with quotas, switch and rack labels and
  * NVLink quads. Prints median and p99 over the repetitions, per policy.
+ * Then the queue forecast (sched_forecast, issue 10) over the same snapshot,
+ * with every queued job's prediction at half its limit.
  *
- * bench_sched [--nodes N] [--jobs J] [--reps R] [--seed S]
+ * bench_sched [--nodes N] [--jobs J] [--reps R] [--seed S] [--forecast-reps F]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 
 #include "sched.h"
+#include "sched_forecast.h"
 
 /* Philly jobs by GPU count (pollux-philly.csv, ../shared/traces/README.md) */
 static const int mix_gpus[] = {1, 2, 4, 8, 12, 16, 24, 32, 64, 128};
@@ -99,12 +102,44 @@ static int bench_policy(const char *name, const struct sched_cluster *c,
     return 0;
 }
 
+/* Time reps forecasts of one policy and print its row; 0 ok. */
+static int bench_forecast(const char *name, const struct sched_cluster *c,
+                          const struct sched_queue *q, double *t, long reps)
+{
+    struct sched_forecast f;
+    size_t started = 0, never = 0;
+
+    sched_forecast_init(&f);
+    for (long r = 0; r < reps; r++) {
+        double t0 = now_ms();
+        enum rc rc = sched_forecast(sched_policy_find(name), c, q, 3600000, NULL, &f);
+        t[r] = now_ms() - t0;
+        if (rc != RC_OK) {
+            fprintf(stderr, "bench_sched: forecast failed: %s\n", rc_str(rc));
+            sched_forecast_cleanup(&f);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < f.njobs; i++) {
+        if (f.jobs[i].reason == SCHED_WAIT_NONE)
+            started++;
+        if (f.jobs[i].start_ms == SCHED_TIME_UNKNOWN)
+            never++;
+    }
+    qsort(t, (size_t)reps, sizeof(double), cmp_dbl);
+    printf("| %s | %zu x %d | %zu | %zu | %zu | %s | %.1f | %.1f |\n", name, c->nnodes,
+           c->nodes[0].ngpus, q->njobs, started, never, f.truncated ? "yes" : "no", t[reps / 2],
+           t[reps - 1]);
+    sched_forecast_cleanup(&f);
+    return 0;
+}
+
 /* main builds the synthetic snapshot as one straight sequence (nodes, the
  * half-busy running set, the queue): split up, it would only pass a dozen
  * arrays around. */
 int main(int argc, char **argv)
 {
-    long nn = 1000, nj = 10000, reps = 101, seed = 1;
+    long nn = 1000, nj = 10000, reps = 101, seed = 1, freps = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--nodes") == 0)
             nn = arg(argv[i + 1]);
@@ -114,6 +149,8 @@ int main(int argc, char **argv)
             reps = arg(argv[i + 1]);
         else if (strcmp(argv[i], "--seed") == 0)
             seed = arg(argv[i + 1]);
+        else if (strcmp(argv[i], "--forecast-reps") == 0)
+            freps = arg(argv[i + 1]);
     }
     uint64_t s = (uint64_t)seed;
     const int G = 8, NT = 11;
@@ -122,7 +159,7 @@ int main(int argc, char **argv)
     struct sched_alloc *ra = calloc((size_t)(nn * G), sizeof(*ra));
     struct sched_job *jobs = calloc((size_t)nj, sizeof(*jobs));
     struct sched_team teams[11];
-    double *t = calloc((size_t)reps, sizeof(double));
+    double *t = calloc((size_t)(reps > freps ? reps : freps), sizeof(double));
     char(*labels)[32] = calloc((size_t)nn * 2, 32);
     if (!nodes || !run || !ra || !jobs || !t || !labels)
         return 1;
@@ -191,6 +228,19 @@ int main(int argc, char **argv)
     printf("|---|---|---:|---:|---:|---:|---|---:|---:|\n");
     for (int p = 0; names[p]; p++)
         if (bench_policy(names[p], &c, &q, t, reps, busy) != 0)
+            return 1;
+    for (long i = 0; i < nj; i++)
+        jobs[i].predicted_ms = jobs[i].time_limit_ms / 2;
+    for (long r = 0; r < nr; r++)
+        run[r].expected_end_ms = run[r].start_ms + (run[r].end_by_ms - run[r].start_ms) / 2;
+    printf("\nForecast (sched_forecast, %ld repetitions; predictions at half the limits):\n\n",
+           freps);
+    printf("| policy | nodes x GPUs | queued | start now | never / past horizon | truncated | "
+           "median ms | max ms |\n");
+    printf("|---|---|---:|---:|---:|---|---:|---:|\n");
+    const char *fpol[] = {"fifo", "trainyard", "trainyard-spf"};
+    for (int p = 0; p < 3; p++)
+        if (bench_forecast(fpol[p], &c, &q, t, freps) != 0)
             return 1;
     free(nodes);
     free(run);

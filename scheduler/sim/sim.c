@@ -20,9 +20,19 @@
  * trainyard sees only time limits: the trace's, or the duration rounded up to
  * the next whole hour (users over-ask). sjf-oracle sees the true durations.
  *
- * Threading: none. Clocks: only to time sched_plan() for pass_ms_*.
+ * With the predictor (struct sim_opts.predict, issue 10) a job's predicted
+ * run is asked at its arrival from what finished before it; the predictor
+ * learns a job's run time only at its completion event. Forecasts
+ * (forecast_every) run on the same snapshot as the pass at that time, before
+ * it.
+ *
+ * Threading: none. Clocks: only to time sched_plan() for pass_ms_* and
+ * sched_forecast() for fc_ms_*.
  */
 #include "sim.h"
+
+#include "predictor.h"
+#include "sched_forecast.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,6 +54,10 @@ struct sj {
     struct sched_alloc *allocs; /* node_id = node index */
     size_t nallocs;
     size_t run_pos;
+    int64_t ran_ms;  /* run time of earlier runs (preempted) */
+    int64_t pred_ms; /* predicted whole run (asked at arrival); 0 = none (the limit) */
+    int64_t fc_with; /* forecast start at arrival with predictions; -1 = not forecast */
+    int64_t fc_lim;  /* the same from time limits alone */
 };
 
 struct sim {
@@ -66,6 +80,12 @@ struct sim {
     double *pass_ms;
     size_t npass, cap_pass;
     bool preemptive;
+    const struct sim_opts *o;   /* never NULL (zeros when none) */
+    struct pred_state *pred;    /* owned; o->predict only */
+    struct sched_job *queue2;   /* forecast scratch: the queue without predictions */
+    struct sched_running *run2; /* forecast scratch: running jobs without predictions */
+    double *fc_ms;
+    size_t nfc, cap_fc, pred_from_runs;
 };
 
 static int64_t round_up_hour(int64_t ms)
@@ -73,6 +93,15 @@ static int64_t round_up_hour(int64_t ms)
     const int64_t h = 3600000;
     int64_t r = (ms + h - 1) / h * h;
     return r > 0 ? r : h;
+}
+
+/* The predictor's key of job ji: its team and GPUs, its time limit as the command. */
+static struct pred_key pkey(const struct sim *S, size_t ji, char *buf, size_t n)
+{
+    const struct sim_job *tj = &S->t->jobs[ji];
+    int64_t lim = tj->time_limit_ms > 0 ? tj->time_limit_ms : round_up_hour(tj->duration_ms);
+    snprintf(buf, n, "limit=%lld", (long long)lim);
+    return (struct pred_key){NULL, buf, tj->team, 0, tj->gpus};
 }
 
 static double now_s(void)
@@ -106,6 +135,7 @@ static void stop_job(struct sim *S, size_t ji, int64_t now)
 
     j->remaining_ms -= ran;
     j->limit_left_ms -= ran;
+    j->ran_ms += ran;
     j->attained_gpu_ms += ran * g;
     S->busy_gpu_ms += ran * g;
     for (size_t a = 0; a < j->nallocs; a++) {
@@ -146,6 +176,10 @@ static void queue_insert(struct sim *S, size_t ji)
         .time_limit_ms = j->limit_left_ms > 0 ? j->limit_left_ms : 1,
         .true_duration_ms = j->remaining_ms > 0 ? j->remaining_ms : 1,
         .attained_gpu_ms = j->attained_gpu_ms,
+        /* the rest of the prediction; one that ran out counts as nearly done */
+        .predicted_ms = j->pred_ms <= 0              ? 0
+                        : j->pred_ms - j->ran_ms > 0 ? j->pred_ms - j->ran_ms
+                                                     : 1000,
     };
     S->nq++;
     S->j[ji].state = J_QUEUED;
@@ -204,6 +238,7 @@ static enum rc setup(struct sim *S, struct err *e)
         if (j->remaining_ms > j->limit_left_ms)
             j->remaining_ms = j->limit_left_ms; /* killed at its limit */
         j->first_start_ms = -1;
+        j->fc_with = j->fc_lim = -1;
         total += (double)tj->duration_ms * tj->gpus;
         S->teams[tj->team].quota_gpus += 0; /* filled below */
     }
@@ -236,6 +271,10 @@ static void teardown(struct sim *S)
     free(S->queue);
     free(S->snap_run);
     free(S->pass_ms);
+    free(S->queue2);
+    free(S->run2);
+    free(S->fc_ms);
+    pred_free(S->pred);
 }
 
 static enum rc apply(struct sim *S, const struct sched_decisions *d, int64_t now, struct err *e)
@@ -285,7 +324,8 @@ static enum rc apply(struct sim *S, const struct sched_decisions *d, int64_t now
     return RC_OK;
 }
 
-static enum rc pass(struct sim *S, struct sched_decisions *d, int64_t now, struct err *e)
+/* Fill S->snap_run for a pass (or forecast) at now. */
+static void snapshot(struct sim *S, int64_t now)
 {
     const struct sim_trace *t = S->t;
 
@@ -306,8 +346,19 @@ static enum rc pass(struct sim *S, struct sched_decisions *d, int64_t now, struc
             .nallocs = j->nallocs,
             .preemptible = true,
             .attained_gpu_ms = j->attained_gpu_ms + (now - j->run_start_ms) * g,
+            /* past its prediction nothing better is known than its limit */
+            .expected_end_ms = j->pred_ms > 0 && j->run_start_ms + (j->pred_ms - j->ran_ms) > now
+                                   ? j->run_start_ms + (j->pred_ms - j->ran_ms)
+                                   : 0,
         };
     }
+}
+
+static enum rc pass(struct sim *S, struct sched_decisions *d, int64_t now, struct err *e)
+{
+    const struct sim_trace *t = S->t;
+
+    snapshot(S, now);
     struct sched_cluster c = {S->nodes,          (size_t)S->cfg->nodes, S->teams,
                               (size_t)t->nteams, S->snap_run,           S->nrun};
     struct sched_queue q = {S->queue, S->nq, 0, true}; /* kept by (submit, id) */
@@ -328,6 +379,57 @@ static enum rc pass(struct sim *S, struct sched_decisions *d, int64_t now, struc
     if (S->cfg->check && sched_check(&c, &q, now, d, e) != RC_OK)
         return RC_EINTERNAL;
     return apply(S, d, now, e);
+}
+
+static int64_t forecast_of(const struct sched_forecast *f, int64_t id)
+{
+    for (size_t i = 0; i < f->njobs; i++)
+        if (f->jobs[i].job_id == id)
+            return f->jobs[i].start_ms;
+    return SCHED_TIME_UNKNOWN;
+}
+
+/* Forecast job ji's start now, with predictions and from time limits alone. */
+static enum rc forecast(struct sim *S, size_t ji, int64_t now, struct sched_forecast *f)
+{
+    snapshot(S, now);
+    struct sched_cluster c = {
+        S->nodes, (size_t)S->cfg->nodes, S->teams, (size_t)S->t->nteams, S->snap_run, S->nrun};
+    struct sched_queue q = {S->queue, S->nq, 0, true};
+    for (int k = 0; k < 2; k++) {
+        if (k == 1) { /* time limits alone, as Slurm's squeue --start */
+            for (size_t i = 0; i < S->nq; i++) {
+                S->queue2[i] = S->queue[i];
+                S->queue2[i].predicted_ms = 0;
+            }
+            for (size_t r = 0; r < S->nrun; r++) {
+                S->run2[r] = S->snap_run[r];
+                S->run2[r].expected_end_ms = 0;
+            }
+            c.running = S->run2;
+            q.jobs = S->queue2;
+        }
+        double t0 = now_s();
+        enum rc rc = sched_forecast(S->cfg->policy, &c, &q, now, NULL, f);
+        double ms = (now_s() - t0) * 1000.0;
+        if (rc != RC_OK)
+            return rc;
+        if (S->nfc == S->cap_fc) {
+            size_t nc = S->cap_fc ? S->cap_fc * 2 : 256;
+            double *np = realloc(S->fc_ms, nc * sizeof(double));
+            if (!np)
+                return RC_ENOMEM;
+            S->fc_ms = np;
+            S->cap_fc = nc;
+        }
+        S->fc_ms[S->nfc++] = ms;
+        int64_t st = forecast_of(f, (int64_t)ji);
+        if (k == 0)
+            S->j[ji].fc_with = st;
+        else
+            S->j[ji].fc_lim = st;
+    }
+    return RC_OK;
 }
 
 /* The next event time after now, or INT64_MAX. */
@@ -351,6 +453,49 @@ static int64_t next_event(const struct sim *S, size_t next, int64_t now)
         }
     }
     return tn;
+}
+
+/* Forecast accuracy over the forecast jobs that waited at least min_wait (v: scratch). */
+static void fc_results(struct sim *S, struct sim_result *out, double *v)
+{
+    int64_t minw = S->o->min_wait_ms > 0 ? S->o->min_wait_ms : 600000;
+    size_t m = 0;
+    double *w = v, *e1 = v + S->n, *e2 = v + 2 * S->n, *r1 = v + 3 * S->n, *r2 = v + 4 * S->n;
+
+    for (size_t i = 0; i < S->n; i++) {
+        const struct sj *j = &S->j[i];
+        if (j->fc_with < 0)
+            continue;
+        out->fc_sampled++;
+        int64_t wait = j->first_start_ms - j->submit_ms;
+        if (wait < minw)
+            continue;
+        out->fc_counted++;
+        if (j->fc_with == SCHED_TIME_UNKNOWN || j->fc_lim == SCHED_TIME_UNKNOWN) {
+            out->fc_unknown++;
+            continue;
+        }
+        w[m] = (double)wait / 1000.0;
+        e1[m] = fabs((double)(j->fc_with - j->first_start_ms)) / 1000.0;
+        e2[m] = fabs((double)(j->fc_lim - j->first_start_ms)) / 1000.0;
+        r1[m] = e1[m] / w[m];
+        r2[m] = e2[m] / w[m];
+        m++;
+    }
+    double *arr[5] = {w, e1, e2, r1, r2};
+    for (int k = 0; k < 5 && m > 0; k++)
+        qsort(arr[k], m, sizeof(double), cmp_dbl);
+    out->fc_med_wait_s = pct(w, m, 0.5);
+    out->fc_med_err_s = pct(e1, m, 0.5);
+    out->fc_p90_err_s = pct(e1, m, 0.9);
+    out->lim_med_err_s = pct(e2, m, 0.5);
+    out->lim_p90_err_s = pct(e2, m, 0.9);
+    out->fc_med_ratio = pct(r1, m, 0.5);
+    out->lim_med_ratio = pct(r2, m, 0.5);
+    if (S->nfc)
+        qsort(S->fc_ms, S->nfc, sizeof(double), cmp_dbl);
+    out->fc_ms_p50 = pct(S->fc_ms, S->nfc, 0.5);
+    out->fc_ms_max = S->nfc ? S->fc_ms[S->nfc - 1] : 0;
 }
 
 static void results(struct sim *S, struct sim_result *out, double *v)
@@ -385,20 +530,33 @@ static void results(struct sim *S, struct sim_result *out, double *v)
     qsort(S->pass_ms, S->npass, sizeof(double), cmp_dbl);
     out->pass_ms_p50 = pct(S->pass_ms, S->npass, 0.50);
     out->pass_ms_p99 = pct(S->pass_ms, S->npass, 0.99);
+    out->pred_from_runs = S->pred_from_runs;
+    fc_results(S, out, v);
 }
 
 enum rc sim_run(const struct sim_config *cfg, const struct sim_trace *t, struct sim_result *out,
                 struct err *e)
 {
+    return sim_run_opts(cfg, NULL, t, out, e);
+}
+
+enum rc sim_run_opts(const struct sim_config *cfg, const struct sim_opts *o,
+                     const struct sim_trace *t, struct sim_result *out, struct err *e)
+{
+    static const struct sim_opts none;
     struct sim S;
     struct sched_decisions d;
+    struct sched_forecast fc;
     enum rc rc;
     double *v = NULL;
     double w0 = now_s();
+    char kb[48];
 
     memset(&S, 0, sizeof(S));
     memset(out, 0, sizeof(*out));
     sched_decisions_init(&d);
+    sched_forecast_init(&fc);
+    S.o = o ? o : &none;
     if (!cfg || !t || !cfg->policy || cfg->nodes < 1 || cfg->nodes > 100000 ||
         cfg->gpus_per_node < 1 || cfg->gpus_per_node > SCHED_MAX_GPUS_PER_NODE ||
         !(cfg->load > 0) || cfg->load > 1e6 || t->njobs == 0 || t->nteams < 1) {
@@ -408,10 +566,25 @@ enum rc sim_run(const struct sim_config *cfg, const struct sim_trace *t, struct 
     S.cfg = cfg;
     S.t = t;
     S.preemptive = strcmp(cfg->policy->name, "tiresias-las") == 0;
-    bool quota = strcmp(cfg->policy->name, "trainyard") == 0;
+    bool quota = strncmp(cfg->policy->name, "trainyard", 9) == 0; /* and trainyard-spf */
     if ((rc = setup(&S, e)) != RC_OK)
         goto out;
-    size_t next = 0, ndone = 0;
+    if (S.o->predict) {
+        struct pred_opts po = {S.o->quantile, 0, 0, S.o->pred_team ? 0 : 1u << PRED_TEAM};
+        if ((rc = pred_new(&po, &S.pred)) != RC_OK) {
+            err_set(e, rc, NULL, "bad predictor options");
+            goto out;
+        }
+    }
+    if (S.o->forecast_every) {
+        S.queue2 = calloc(S.n ? S.n : 1, sizeof(*S.queue2));
+        S.run2 = calloc(S.n ? S.n : 1, sizeof(*S.run2));
+        if (!S.queue2 || !S.run2) {
+            rc = RC_ENOMEM;
+            goto out;
+        }
+    }
+    size_t next = 0, ndone = 0, arrivals = 0;
     int64_t now = 0;
     while (ndone < S.n) {
         int64_t tn = next_event(&S, next, now);
@@ -432,9 +605,25 @@ enum rc sim_run(const struct sim_config *cfg, const struct sim_trace *t, struct 
                 j->state = J_DONE;
                 j->finish_ms = end;
                 ndone++;
+                if (S.pred) { /* learnt only now that it has finished */
+                    struct pred_key k = pkey(&S, ji, kb, sizeof(kb));
+                    if ((rc = pred_observe(S.pred, &k, j->ran_ms > 0 ? j->ran_ms : 1)) != RC_OK)
+                        goto out;
+                }
             }
         }
+        size_t fc_job = SIZE_MAX;
         while (next < S.n && S.j[next].submit_ms <= now) {
+            if (S.pred) {
+                struct pred_key k = pkey(&S, next, kb, sizeof(kb));
+                enum pred_source src;
+                int64_t p = pred_predict(S.pred, &k, 0, &src);
+                S.j[next].pred_ms = p;
+                if (p > 0)
+                    S.pred_from_runs++;
+            }
+            if (S.o->forecast_every && ++arrivals % S.o->forecast_every == 0)
+                fc_job = next;
             queue_insert(&S, next++);
             int64_t tm = S.t->jobs[next - 1].team;
             if (S.team_used[tm] + S.t->jobs[next - 1].gpus <= S.teams[tm].quota_gpus)
@@ -442,6 +631,10 @@ enum rc sim_run(const struct sim_config *cfg, const struct sim_trace *t, struct 
         }
         if (S.nq == 0)
             continue;
+        if (fc_job != SIZE_MAX && (rc = forecast(&S, fc_job, now, &fc)) != RC_OK) {
+            err_set(e, rc, NULL, "the forecast failed: %s", rc_str(rc));
+            goto out;
+        }
         /* Nothing can change without a free GPU, unless LAS may preempt or a
          * new job's team is under quota and may take GPUs back. */
         if (S.free_total == 0 && !S.preemptive && !(quota && claim))
@@ -449,17 +642,21 @@ enum rc sim_run(const struct sim_config *cfg, const struct sim_trace *t, struct 
         if ((rc = pass(&S, &d, now, e)) != RC_OK)
             goto out;
     }
-    v = malloc(S.n * sizeof(double));
+    v = malloc(5 * S.n * sizeof(double));
     if (!v) {
         rc = RC_ENOMEM;
         goto out;
     }
     results(&S, out, v);
+    for (size_t i = 0; S.o->jobs_out && i < S.n; i++)
+        S.o->jobs_out[i] =
+            (struct sim_job_out){S.j[i].pred_ms, S.j[i].first_start_ms, S.j[i].finish_ms};
     out->wall_s = now_s() - w0;
     rc = RC_OK;
 out:
     free(v);
     sched_decisions_cleanup(&d);
+    sched_forecast_cleanup(&fc);
     teardown(&S);
     return rc;
 }

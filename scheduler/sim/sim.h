@@ -79,6 +79,41 @@ struct sim_result {
     int64_t passes;
     double pass_ms_p50, pass_ms_p99;
     double wall_s;
+    /* forecast accuracy (struct sim_opts.forecast_every): jobs that waited at
+     * least min_wait_ms among those forecast at their submit */
+    size_t fc_sampled;    /* forecasts made (each: with predictions and limits-only) */
+    size_t fc_counted;    /* of those, jobs that waited at least min_wait_ms */
+    size_t fc_unknown;    /* of the counted, forecasts with no start (past the horizon) */
+    double fc_med_wait_s; /* their median actual wait */
+    double fc_med_err_s;  /* median |forecast - actual start|, with predictions */
+    double fc_p90_err_s;  /* p90 of the same */
+    double fc_med_ratio;  /* median of |forecast - actual| / wait, per job */
+    double lim_med_err_s; /* the same from time limits alone (as Slurm's) */
+    double lim_p90_err_s; /* p90 of the same */
+    double lim_med_ratio; /* median |error| / wait, limits alone */
+    double fc_ms_p50;     /* one forecast's cost (ms) */
+    double fc_ms_max;
+    size_t pred_from_runs; /* predictions made from past runs (not the time limit) */
+};
+
+/* Options of a replay beyond the cluster (zero: none; sim_run uses none). */
+struct sim_opts {
+    bool predict;          /* learn run times online from finished jobs (predictor/) and give
+                              the scheduler predicted_ms and expected_end_ms */
+    double quantile;       /* the predictor's quantile; 0 = 0.5 */
+    bool pred_team;        /* also consult the team key (team, GPUs), which ignores the time
+                              limit: on Philly it predicted hour-long jobs from minute-long
+                              ones (bench/RESULTS.md, issue 10) */
+    size_t forecast_every; /* forecast at every Nth arrival (while jobs are queued); 0 = never */
+    int64_t min_wait_ms;   /* forecast accuracy counts jobs that waited this long; 0 = 10 min */
+    struct sim_job_out *jobs_out; /* borrowed; NULL or one entry per trace job, filled */
+};
+
+/* What happened to one job of the trace (struct sim_opts.jobs_out). */
+struct sim_job_out {
+    int64_t pred_ms;   /* its prediction at arrival; 0 = none (its limit was used) */
+    int64_t start_ms;  /* first start */
+    int64_t finish_ms; /* completion */
 };
 
 /*
@@ -89,5 +124,18 @@ struct sim_result {
  */
 enum rc sim_run(const struct sim_config *cfg, const struct sim_trace *t, struct sim_result *out,
                 struct err *e) TY_WUR;
+
+/*
+ * sim_run with options (o may be NULL). With o->predict the predictor learns
+ * each job's run time when the job finishes, never before: a queued job's
+ * predicted_ms is asked at its arrival (and its rest at a resume), a running
+ * job's expected end is its start plus that. The key is the job's team and
+ * GPUs, with its time limit standing in for the command (the traces have
+ * none). With o->forecast_every, sched_forecast() runs at those arrivals
+ * twice (with the predictions, and from time limits alone) and the arriving
+ * job's forecast start is compared with its actual start at the end.
+ */
+enum rc sim_run_opts(const struct sim_config *cfg, const struct sim_opts *o,
+                     const struct sim_trace *t, struct sim_result *out, struct err *e) TY_WUR;
 
 #endif

@@ -4,7 +4,8 @@
  *
  * trainyard-sim --trace FILE --format philly|csv --nodes N --gpus-per-node G
  *               --policy P [--switch-size K] [--sample N] [--seed S]
- *               [--load X] [--json] [--check]
+ *               [--load X] [--json] [--check] [--predict] [--pred-team] [--quantile Q]
+ *               [--forecast-every N] [--min-wait-s S]
  *
  * Exit status: 0 done, 1 bad trace or run failure, 2 bad arguments.
  */
@@ -20,8 +21,9 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: trainyard-sim --trace FILE --format philly|csv --nodes N "
-               "--gpus-per-node G --policy fifo|sjf-oracle|trainyard|tiresias-las "
-               "[--switch-size K] [--sample N] [--seed S] [--load X] [--json] [--check]\n");
+               "--gpus-per-node G --policy fifo|sjf-oracle|trainyard|tiresias-las|trainyard-spf "
+               "[--switch-size K] [--sample N] [--seed S] [--load X] [--json] [--check] "
+               "[--predict] [--pred-team] [--quantile Q] [--forecast-every N] [--min-wait-s S]\n");
 }
 
 static int arg_ll(const char *name, const char *s, long long lo, long long hi, long long *out)
@@ -81,9 +83,9 @@ fail:
 
 struct args {
     const char *trace, *format, *policy;
-    long long nodes, gpn, sw, sample, seed;
-    double load;
-    bool json, check;
+    long long nodes, gpn, sw, sample, seed, fc_every, min_wait_s;
+    double load, quantile;
+    bool json, check, predict, pred_team;
 };
 
 /* One option with its value; 0 ok, -1 bad (message printed). */
@@ -105,7 +107,20 @@ static int one_option(struct args *A, const char *a, const char *v)
         return arg_ll("--sample", v, 1, 100000000, &A->sample);
     else if (strcmp(a, "--seed") == 0)
         return arg_ll("--seed", v, 0, INT64_MAX, &A->seed);
-    else if (strcmp(a, "--load") == 0) {
+    else if (strcmp(a, "--forecast-every") == 0)
+        return arg_ll("--forecast-every", v, 1, 100000000, &A->fc_every);
+    else if (strcmp(a, "--min-wait-s") == 0)
+        return arg_ll("--min-wait-s", v, 1, 100000000, &A->min_wait_s);
+    else if (strcmp(a, "--quantile") == 0) {
+        char *end = NULL;
+        errno = 0;
+        A->quantile = strtod(v, &end);
+        if (errno || *end != '\0' || !(A->quantile > 0 && A->quantile < 1)) {
+            fprintf(stderr, "trainyard-sim: --quantile must be a number in (0, 1), got \"%s\"\n",
+                    v);
+            return -1;
+        }
+    } else if (strcmp(a, "--load") == 0) {
         char *end = NULL;
         errno = 0;
         A->load = strtod(v, &end);
@@ -132,6 +147,10 @@ static int parse_args(int argc, char **argv, struct args *A)
             A->json = true;
         } else if (strcmp(a, "--check") == 0) {
             A->check = true;
+        } else if (strcmp(a, "--predict") == 0) {
+            A->predict = true;
+        } else if (strcmp(a, "--pred-team") == 0) {
+            A->pred_team = true;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 1;
@@ -153,10 +172,19 @@ static int parse_args(int argc, char **argv, struct args *A)
     return 0;
 }
 
-static void print_result(const struct sim_config *cfg, const struct sim_result *r, bool json)
+static void print_result(const struct sim_config *cfg, const struct sim_result *r, bool json,
+                         bool predict)
 {
     if (json) {
-        printf("{\"policy\":\"%s\",\"jobs\":%zu,\"avg_jct_s\":%.3f,\"p50_jct_s\":%.3f,"
+        printf("{\"predict\":%s,\"pred_from_runs\":%zu,\"fc_sampled\":%zu,\"fc_counted\":%zu,"
+               "\"fc_unknown\":%zu,\"fc_med_wait_s\":%.1f,\"fc_med_err_s\":%.1f,"
+               "\"fc_p90_err_s\":%.1f,\"fc_med_ratio\":%.3f,\"lim_med_err_s\":%.1f,"
+               "\"lim_p90_err_s\":%.1f,\"lim_med_ratio\":%.3f,\"fc_ms_p50\":%.2f,"
+               "\"fc_ms_max\":%.2f,",
+               predict ? "true" : "false", r->pred_from_runs, r->fc_sampled, r->fc_counted,
+               r->fc_unknown, r->fc_med_wait_s, r->fc_med_err_s, r->fc_p90_err_s, r->fc_med_ratio,
+               r->lim_med_err_s, r->lim_p90_err_s, r->lim_med_ratio, r->fc_ms_p50, r->fc_ms_max);
+        printf("\"policy\":\"%s\",\"jobs\":%zu,\"avg_jct_s\":%.3f,\"p50_jct_s\":%.3f,"
                "\"p99_jct_s\":%.3f,\"avg_queue_s\":%.3f,\"makespan_s\":%.3f,"
                "\"gpu_utilization\":%.4f,\"offered_load\":%.4f,\"preemptions\":%lld,"
                "\"passes\":%lld,\"pass_ms_p50\":%.4f,\"pass_ms_p99\":%.4f,\"wall_s\":%.3f}\n",
@@ -179,6 +207,16 @@ static void print_result(const struct sim_config *cfg, const struct sim_result *
     printf("pass_ms_p50      %.4f\n", r->pass_ms_p50);
     printf("pass_ms_p99      %.4f\n", r->pass_ms_p99);
     printf("wall_s           %.2f\n", r->wall_s);
+    if (predict)
+        printf("pred_from_runs   %zu\n", r->pred_from_runs);
+    if (r->fc_sampled) {
+        printf("forecasts        %zu (%zu waited long enough, %zu without a start)\n",
+               r->fc_sampled, r->fc_counted, r->fc_unknown);
+        printf("median wait s    %.1f\n", r->fc_med_wait_s);
+        printf("forecast err s   median %.1f p90 %.1f (limits alone: %.1f, %.1f)\n",
+               r->fc_med_err_s, r->fc_p90_err_s, r->lim_med_err_s, r->lim_p90_err_s);
+        printf("forecast ms      median %.2f max %.2f\n", r->fc_ms_p50, r->fc_ms_max);
+    }
 }
 
 int main(int argc, char **argv)
@@ -216,9 +254,11 @@ int main(int argc, char **argv)
         goto report;
     if (A.sample > 0 && sim_trace_sample(&t, (size_t)A.sample, (uint64_t)A.seed, &e) != RC_OK)
         goto report;
-    if (sim_run(&cfg, &t, &r, &e) != RC_OK)
+    struct sim_opts o = {A.predict,          A.quantile,          A.pred_team,
+                         (size_t)A.fc_every, A.min_wait_s * 1000, NULL};
+    if (sim_run_opts(&cfg, &o, &t, &r, &e) != RC_OK)
         goto report;
-    print_result(&cfg, &r, A.json);
+    print_result(&cfg, &r, A.json, A.predict);
     status = 0;
     goto out;
 report:

@@ -92,7 +92,8 @@ static void check(const struct sched_forecast *f, const struct sched_queue *q,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *labels[4] = {"s0", "s1", "r0", "r1"};
-    static const char *pols[4] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las"};
+    static const char *pols[5] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las",
+                                  "trainyard-spf"};
     struct sched_node nodes[MAXN];
     struct sched_team teams[4];
     struct sched_running run[MAXR];
@@ -192,7 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sched_forecast f;
     sched_forecast_init(&f);
     sched_decisions_init(&d);
-    for (int p = 0; p < 4; p++) {
+    for (int p = 0; p < 5; p++) {
         const struct sched_policy *pol = sched_policy_find(pols[p]);
         enum rc rc = sched_forecast(pol, &c, &q, 100, &o, &f);
         if (rc == RC_EINVAL) {

@@ -1,7 +1,8 @@
 /*
  * fuzz_sched_plan.c - random snapshots into sched_plan() for every policy;
  * every plan must pass sched_check(). The input bytes drive a small decoder
- * that always builds a consistent snapshot (running GPUs are never marked
+ * (predicted run times and expected ends included, some invalid) that always
+ * builds a consistent snapshot (running GPUs are never marked
  * free), except for duplicate node ids, which sched_plan() must refuse.
  */
 #include <stdint.h>
@@ -37,7 +38,8 @@ static uint64_t take(struct rd *r, int bytes)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *labels[4] = {"s0", "s1", "r0", "r1"};
-    static const char *pols[4] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las"};
+    static const char *pols[5] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las",
+                                  "trainyard-spf"};
     struct sched_node nodes[MAXN];
     struct sched_team teams[4];
     struct sched_running run[MAXR];
@@ -127,8 +129,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (jobs[i - 1].submit_ms == jobs[i].submit_ms && jobs[i - 1].id > jobs[i].id))
             sorted = false;
     struct sched_queue q = {jobs, nj, (int)(take(&r, 1) % 8), sorted && (take(&r, 1) & 1)};
+    /* predictions last, so that inputs from before they existed decode as before */
+    for (size_t i = 0; i < nj; i++)
+        jobs[i].predicted_ms = (int64_t)take(&r, 2) - 16;
+    for (size_t k = 0; k < nr; k++)
+        run[k].expected_end_ms = (int64_t)take(&r, 2);
     sched_decisions_init(&d);
-    for (int p = 0; p < 4; p++) {
+    for (int p = 0; p < 5; p++) {
         enum rc rc = sched_plan(sched_policy_find(pols[p]), &c, &q, 100, &d);
         if (rc == RC_EINVAL)
             continue;

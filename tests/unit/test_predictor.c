@@ -18,7 +18,7 @@
 
 static struct pred_state *mk(double q, size_t min, size_t max)
 {
-    struct pred_opts o = {q, min, max};
+    struct pred_opts o = {q, min, max, 0};
     struct pred_state *p = NULL;
     assert_int_equal(pred_new(&o, &p), RC_OK);
     assert_non_null(p);
@@ -90,6 +90,15 @@ static void test_fallbacks(void **state)
     assert_int_equal(src, PRED_EXACT);
     assert_int_equal(pred_predict(NULL, &a, 7, &src), 7);
     pred_free(p);
+    /* a skipped key is not consulted: the team's runs do not answer, the limit does */
+    struct pred_opts o = {0.5, 1, 0, 1u << PRED_TEAM};
+    assert_int_equal(pred_new(&o, &p), RC_OK);
+    obs(p, &a, 100);
+    assert_int_equal(pred_predict(p, &d, 5, &src), 5);
+    assert_int_equal(src, PRED_TIME_LIMIT);
+    assert_int_equal(pred_predict(p, &a, 5, &src), 100);
+    assert_int_equal(src, PRED_EXACT);
+    pred_free(p);
 }
 
 /* A key keeps its newest max_per_key runs only. */
@@ -119,7 +128,7 @@ static void test_bad_options(void **state)
 {
     (void)state;
     struct pred_state *p = (struct pred_state *)&p;
-    struct pred_opts o = {1.0, 0, 0};
+    struct pred_opts o = {1.0, 0, 0, 0};
     assert_int_equal(pred_new(&o, &p), RC_EINVAL);
     assert_null(p);
     o.quantile = -0.1;

@@ -124,7 +124,7 @@ static void test_policy_find(void **state)
     int k = 0;
     for (; n[k]; k++)
         assert_non_null(sched_policy_find(n[k]));
-    assert_int_equal(k, 4);
+    assert_int_equal(k, 5);
     assert_null(sched_policy_find("lottery"));
     assert_null(sched_policy_find(NULL));
 }
@@ -497,7 +497,7 @@ static void test_check_catches_violations(void **state)
     struct fx *f = fx_new(2, 4);
     struct err e;
     struct sched_alloc a[2];
-    struct sched_placement p = {1, a, 1, 3600000};
+    struct sched_placement p = {1, a, 1, 3600000, 3600000};
     f->teams[0] = (struct sched_team){1, 4, 1.0};
     f->c.nteams = 1;
     add_run(f, 50, 1, 0x3, 1, 0, 100); /* within quota */
@@ -535,7 +535,7 @@ static void test_check_catches_violations(void **state)
     f->d.npreemptions = 0;
     /* a long job on reserved GPUs */
     struct sched_alloc ra = {100, 0xF};
-    f->d.reservation = (struct sched_reservation){true, 2, 1000, &ra, 1};
+    f->d.reservation = (struct sched_reservation){true, 2, 1000, &ra, 1, 1000};
     add_job(f, 2, 4, 0);
     assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_ECONFLICT);
     assert_true(strstr(e.message, "reserved") != NULL);
@@ -631,7 +631,7 @@ static void test_check_catches_wrong_site(void **state)
     struct fx *f = fx_new(2, 4);
     struct err e;
     struct sched_alloc a[2];
-    struct sched_placement p = {1, a, 1, 3600000};
+    struct sched_placement p = {1, a, 1, 3600000, 3600000};
     f->nodes[0].site = 1;
     f->nodes[1].site = 2;
     add_job(f, 1, 2, 0)->site = 1;
@@ -805,6 +805,170 @@ static void test_random_sites(void **state)
     fx_free(f);
 }
 
+/*
+ * Predictions in the reservation never break the time-limit guarantee. Node
+ * 100: job 1 holds 2 GPUs, expected to end at 1000, limit 5000; 2 GPUs free.
+ * Node 101: job 2 holds all 4, expected 4000, limit 6000. The head (job 10,
+ * 4 GPUs) gets node 100, expected free at 1000; by limits it is free at 5000,
+ * the bound. Job 11 (2 GPUs, predicted 500, limit 4000) may backfill onto the
+ * reserved GPUs: even if it runs to its limit the head starts by 5000. Job
+ * 12 (predicted 500 too, limit 6000) may not: if it outlived its prediction
+ * it would hold the head past 5000.
+ */
+static void test_prediction_keeps_limit_guarantee(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 2; variant++) {
+        struct fx *f = fx_new(2, 4);
+        add_run(f, 1, 0, 0x3, 0, 0, 5000)->expected_end_ms = 1000;
+        add_run(f, 2, 1, 0xF, 0, 0, 6000)->expected_end_ms = 4000;
+        add_job(f, 10, 4, 0);
+        struct sched_job *j = add_job(f, 11 + variant, 2, 1);
+        j->predicted_ms = 500;
+        j->time_limit_ms = variant == 0 ? 4000 : 6000;
+        plan_ok(f, "trainyard", 0);
+        const struct sched_reservation *r = &f->d.reservation;
+        assert_true(r->valid);
+        assert_int_equal(r->job_id, 10);
+        assert_int_equal(r->nallocs, 1);
+        assert_int_equal(r->allocs[0].node_id, 100);
+        assert_int_equal(r->start_ms, 1000);
+        assert_int_equal(r->bound_ms, 5000);
+        if (variant == 0) {
+            const struct sched_placement *p = placed(f, 11);
+            assert_non_null(p);
+            assert_int_equal(p->expected_end_ms, 500);
+            /* it outlives its prediction and runs to its limit: still by the bound */
+            assert_true(p->end_by_ms <= r->bound_ms);
+        } else {
+            assert_null(placed(f, 12));
+        }
+        fx_free(f);
+    }
+}
+
+/*
+ * When the GPUs expected to free first would only be guaranteed later than
+ * the time limits guarantee others, the limit-based GPUs are kept: node 100's
+ * job is expected at 1000 but limited to 8000, node 101's expected at 5000
+ * and limited to 6000. Without predictions the bound is the start.
+ */
+static void test_prediction_never_worse_than_limits(void **state)
+{
+    (void)state;
+    struct fx *f = fx_new(2, 4);
+    struct sched_running *a = add_run(f, 1, 0, 0xF, 0, 0, 8000);
+    struct sched_running *b = add_run(f, 2, 1, 0xF, 0, 0, 6000);
+    a->expected_end_ms = 1000;
+    b->expected_end_ms = 5000;
+    add_job(f, 10, 4, 0);
+    plan_ok(f, "trainyard", 0);
+    assert_true(f->d.reservation.valid);
+    assert_int_equal(f->d.reservation.allocs[0].node_id, 101);
+    assert_int_equal(f->d.reservation.start_ms, 6000);
+    assert_int_equal(f->d.reservation.bound_ms, 6000);
+    a->expected_end_ms = b->expected_end_ms = 0;
+    plan_ok(f, "trainyard", 0);
+    assert_int_equal(f->d.reservation.start_ms, 6000);
+    assert_int_equal(f->d.reservation.bound_ms, 6000);
+    fx_free(f);
+}
+
+/* sched_check catches a job on reserved GPUs whose limit ends after the bound,
+ * even when its prediction ends before the reservation starts. */
+static void test_check_catches_limit_past_bound(void **state)
+{
+    (void)state;
+    struct fx *f = fx_new(2, 4);
+    struct err e;
+    add_run(f, 1, 0, 0x3, 0, 0, 5000)->expected_end_ms = 1000;
+    add_run(f, 2, 1, 0xF, 0, 0, 6000)->expected_end_ms = 4000;
+    add_job(f, 10, 4, 0);
+    struct sched_job *j = add_job(f, 12, 2, 1);
+    j->predicted_ms = 500;
+    j->time_limit_ms = 6000;
+    plan_ok(f, "trainyard", 0);
+    assert_null(placed(f, 12));
+    /* place job 12 by hand on the reserved, free GPUs 2-3 of node 100 */
+    struct sched_alloc a = {100, 0xC};
+    struct sched_placement p = {12, &a, 1, 6000, 500};
+    f->d.placements = &p;
+    f->d.nplacements = 1;
+    err_init(&e);
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_ECONFLICT);
+    assert_non_null(strstr(e.message, "reserved for job 10"));
+    /* a bound that a running holder's limit does not keep is caught too */
+    f->d.nplacements = 0;
+    f->d.reservation.bound_ms = 4000;
+    err_init(&e);
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, &e), RC_ECONFLICT);
+    assert_non_null(strstr(e.message, "after the bound"));
+    f->d.reservation.bound_ms = 500; /* before the start */
+    assert_int_equal(sched_check(&f->c, &f->q, 0, &f->d, NULL), RC_ECONFLICT);
+    f->d.placements = NULL; /* owned by the decisions again: nothing to free */
+    fx_free(f);
+}
+
+/*
+ * trainyard-spf: inside a team, shortest predicted first with aging (key
+ * submit + run). Job 1 (submitted 0, predicted 5000) goes after job 2
+ * (submitted 100, predicted 1000) but before job 3 (submitted 6000, 1 ms):
+ * waiting ages it. trainyard keeps submit order.
+ */
+static void test_spf_order(void **state)
+{
+    (void)state;
+    struct fx *f = fx_new(1, 1);
+    add_run(f, 9, 0, 1, 0, 0, 100000);
+    add_job(f, 1, 1, 0)->predicted_ms = 5000;
+    add_job(f, 2, 1, 100)->predicted_ms = 1000;
+    add_job(f, 3, 1, 6000)->predicted_ms = 1;
+    plan_ok(f, "trainyard-spf", 7000);
+    assert_int_equal(f->d.reservation.job_id, 2);
+    f->jobs[1].predicted_ms = 0; /* no prediction: its limit, 1 h */
+    plan_ok(f, "trainyard-spf", 7000);
+    assert_int_equal(f->d.reservation.job_id, 1);
+    f->jobs[0].submit_ms = 6500; /* now job 3 (6001) is ahead of job 1 (11500) */
+    plan_ok(f, "trainyard-spf", 7000);
+    assert_int_equal(f->d.reservation.job_id, 3);
+    plan_ok(f, "trainyard", 7000);
+    assert_int_equal(f->d.reservation.job_id, 2);
+    fx_free(f);
+}
+
+/* The property test with predicted run times and expected ends, every policy. */
+static void test_random_predictions(void **state)
+{
+    (void)state;
+    const char *const *pol = sched_policy_names();
+    struct fx *f = fx_new(1, 1);
+    int planned = 0, wider = 0;
+    for (uint64_t seed = 1; seed <= 1500; seed++) {
+        uint64_t s = seed, s2 = seed * 104729 + 7;
+        random_fx(f, &s);
+        for (size_t i = 0; i < f->q.njobs; i++)
+            f->jobs[i].predicted_ms = rnd(&s2) % 3 ? (int64_t)(1 + rnd(&s2) % 6000) : 0;
+        for (size_t r = 0; r < f->c.nrunning; r++)
+            f->run[r].expected_end_ms = rnd(&s2) % 3 ? (int64_t)(rnd(&s2) % 5000) : 0;
+        for (int p = 0; pol[p]; p++) {
+            struct err e;
+            err_init(&e);
+            enum rc rc = sched_plan(sched_policy_find(pol[p]), &f->c, &f->q, 50, &f->d);
+            if (rc == RC_EINVAL)
+                continue;
+            assert_int_equal(rc, RC_OK);
+            planned++;
+            if (f->d.reservation.valid && f->d.reservation.bound_ms > f->d.reservation.start_ms)
+                wider++;
+            if (sched_check(&f->c, &f->q, 50, &f->d, &e) != RC_OK)
+                fail_msg("seed %llu policy %s: %s", (unsigned long long)seed, pol[p], e.message);
+        }
+    }
+    assert_true(planned > 5000);
+    assert_true(wider > 0); /* predictions did move some reservations ahead of their bound */
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -836,6 +1000,11 @@ int main(void)
         cmocka_unit_test(test_sites),
         cmocka_unit_test(test_check_catches_wrong_site),
         cmocka_unit_test(test_random_sites),
+        cmocka_unit_test(test_prediction_keeps_limit_guarantee),
+        cmocka_unit_test(test_prediction_never_worse_than_limits),
+        cmocka_unit_test(test_check_catches_limit_past_bound),
+        cmocka_unit_test(test_spf_order),
+        cmocka_unit_test(test_random_predictions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -236,6 +236,15 @@ static void test_behind_reservation(void **state)
     assert_int_equal(of(f, 10)->start_ms, 1000);
     assert_int_equal(of(f, 11)->start_ms, 1000 + 400);
     assert_int_equal(of(f, 11)->reason, SCHED_WAIT_GPUS);
+    /* the head's start is the reservation sched_plan makes (from the expected end) */
+    struct sched_decisions d;
+    sched_decisions_init(&d);
+    assert_int_equal(sched_plan(NULL, &f->c, &f->q, 0, &d), RC_OK);
+    assert_true(d.reservation.valid);
+    assert_int_equal(d.reservation.job_id, 10);
+    assert_int_equal(d.reservation.start_ms, of(f, 10)->start_ms);
+    assert_int_equal(d.reservation.bound_ms, 9000);
+    sched_decisions_cleanup(&d);
     /* without predictions: time limits */
     r->expected_end_ms = 0;
     f->jobs[0].predicted_ms = 0;

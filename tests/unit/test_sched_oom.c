@@ -1,6 +1,6 @@
 /*
  * test_sched_oom.c - fail the Nth allocation, for every N, inside
- * sched_plan(), sched_check() and the simulator's trace parser and replay
+ * sched_plan(), sched_check(), sched_forecast() and the simulator's trace parser and replay
  * (CONVENTIONS.md "Tests"). Each call must return RC_ENOMEM (or succeed when
  * N is past its last allocation), leave nothing leaked (ASan checks at exit)
  * and, for sched_plan(), leave an empty plan.
@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "sched.h"
+#include "sched_forecast.h"
 #include "sim.h"
 
 void *__real_malloc(size_t n);
@@ -151,6 +152,37 @@ static void test_plan_every_allocation(void **state)
     }
 }
 
+static void test_forecast_every_allocation(void **state)
+{
+    (void)state;
+    static struct snap s;
+    const char *const *names = sched_policy_names();
+    make_snap(&s);
+    for (int p = 0; names[p]; p++) {
+        long n = 1;
+        for (;; n++) {
+            struct sched_forecast f;
+            sched_forecast_init(&f);
+            arm(n);
+            enum rc rc = sched_forecast(sched_policy_find(names[p]), &s.c, &s.q, 10, NULL, &f);
+            bool hit = failed;
+            arm(-1);
+            if (hit) {
+                assert_int_equal(rc, RC_ENOMEM);
+                assert_int_equal(f.njobs, 0);
+                assert_null(f.jobs);
+            } else {
+                assert_int_equal(rc, RC_OK);
+                assert_true(f.njobs > 0);
+            }
+            sched_forecast_cleanup(&f);
+            if (!hit)
+                break;
+        }
+        assert_true(n > 10);
+    }
+}
+
 static void test_check_every_allocation(void **state)
 {
     (void)state;
@@ -205,6 +237,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_every_allocation),
+        cmocka_unit_test(test_forecast_every_allocation),
         cmocka_unit_test(test_check_every_allocation),
         cmocka_unit_test(test_sim_every_allocation),
     };

@@ -216,13 +216,74 @@ static void test_sample_pollux_style(void **state)
     sim_trace_free(&t);
 }
 
+/*
+ * The simulator feeds the predictor from finished jobs only: a trace of 120
+ * jobs (explicit time limits, so that durations reach the scheduler through
+ * nothing else) is replayed with --predict; then every job still unfinished
+ * at time T of that replay gets a poisoned duration and the trace is
+ * replayed again. Every job that arrived by T must get the same prediction,
+ * and some later one a different one (the poison is learnt once those jobs
+ * finish), so the test can fail.
+ */
+static void test_predictor_never_sees_the_future(void **state)
+{
+    (void)state;
+    enum { N = 120 };
+    static char text[N * 64 + 64];
+    static struct sim_job_out a[N], b[N];
+    int64_t dur[N];
+    uint64_t x = 99;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        dur[i] = 60 + (int64_t)((x >> 33) % 3000);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = (size_t)snprintf(text, sizeof(text),
+                                    "submit_s,duration_s,num_gpus,team,"
+                                    "time_limit_s\n");
+        for (int i = 0; i < N; i++)
+            n += (size_t)snprintf(text + n, sizeof(text) - n, "%d,%lld,%d,%c,100000\n", i * 40,
+                                  (long long)dur[i], 1 + i % 2, "ab"[i % 3 == 0]);
+        struct sim_trace t;
+        struct sim_result r;
+        struct err e;
+        err_init(&e);
+        assert_int_equal(sim_trace_parse(text, n, SIM_FORMAT_CSV, &t, &e), RC_OK);
+        struct sim_config cfg = {2, 4, 0, sched_policy_find("trainyard-spf"), 1.0, true};
+        struct sim_opts o = {true, 0.5, true, 7, 0, pass == 0 ? a : b};
+        if (sim_run_opts(&cfg, &o, &t, &r, &e) != RC_OK)
+            fail_msg("%s", e.message);
+        assert_true(r.pred_from_runs > 0);
+        assert_true(r.fc_sampled > 0);
+        sim_trace_free(&t);
+        if (pass == 0) { /* poison whatever has not finished by T = the 60th arrival */
+            int64_t T = 60 * 40 * 1000;
+            for (int i = 0; i < N; i++)
+                if (a[i].finish_ms > T)
+                    dur[i] = dur[i] * 7 + 13;
+        }
+    }
+    int later_differ = 0;
+    for (int i = 0; i < N; i++) {
+        if ((int64_t)i * 40 * 1000 <= 60 * 40 * 1000)
+            assert_int_equal(a[i].pred_ms, b[i].pred_ms);
+        else if (a[i].pred_ms != b[i].pred_ms)
+            later_differ++;
+    }
+    assert_true(later_differ > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_three_jobs),          cmocka_unit_test(test_backfill),
-        cmocka_unit_test(test_quota_preemption),    cmocka_unit_test(test_philly_parse),
-        cmocka_unit_test(test_bad_traces),          cmocka_unit_test(test_job_larger_than_cluster),
+        cmocka_unit_test(test_three_jobs),
+        cmocka_unit_test(test_backfill),
+        cmocka_unit_test(test_quota_preemption),
+        cmocka_unit_test(test_philly_parse),
+        cmocka_unit_test(test_bad_traces),
+        cmocka_unit_test(test_job_larger_than_cluster),
         cmocka_unit_test(test_sample_pollux_style),
+        cmocka_unit_test(test_predictor_never_sees_the_future),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
