@@ -73,6 +73,12 @@ static const struct opt opts[] = {
     I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
     S(tls_cert, "PEM certificate chain: serve HTTPS (with tls_key)"),
     S(tls_key, "PEM private key of tls_cert (unencrypted, mode 0600)"),
+    I(forecast_interval_ms, 0, 600000,
+      "shortest time between stored queue forecasts; 0 = each pass"),
+    I(forecast_horizon_s, 0, 365 * 86400, "how far ahead the queue forecast looks; 0 = 30 days"),
+    I(forecast_max_events, 0, 100000000, "bound on the forecast's simulated events; 0 = automatic"),
+    I(forecast_default_run_s, 0, 365 * 86400,
+      "forecast run time of a job with no prediction and no time limit; 0 = 1 hour"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -100,6 +106,7 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->audit_checkpoint_interval_s = 3600;
     cfg->export_link_ttl_s = 86400;
     cfg->webhook_timeout_ms = 5000;
+    cfg->forecast_interval_ms = 1000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

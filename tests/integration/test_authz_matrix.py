@@ -11,7 +11,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import Client, ServerTest  # noqa: E402
+from harness import Client, ServerTest, wait_for  # noqa: E402
 
 CALLERS = ("anon", "member", "other", "auditor", "admin")
 # Job outputs live under the server's storage root (exports rows).
@@ -78,6 +78,13 @@ class AuthzMatrixTest(ServerTest):
         def fresh_job(_caller):
             st, j, _ = clients["member"].post("/api/v1/jobs", self.job_spec("alpha"))
             return "/api/v1/jobs/%s/cancel" % j["id"], None
+
+        def forecast_of_j(_caller):
+            # J waits (the node has no GPUs); the leader forecasts it within a pass or two.
+            path = "/api/v1/jobs/%s/forecast" % J
+            wait_for(lambda: clients["admin"].get(path)[0] == 200, timeout=30,
+                     what="a forecast of job %s" % J)
+            return path, None
 
         def fresh_member_token(_caller):
             st, t, _ = clients["member"].post("/api/v1/tokens", {"name": "x"})
@@ -200,6 +207,7 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/jobs/{id}", "/api/v1/jobs/" + J, None, [401, 200, 404, 200, 200]),
             ("POST", "/api/v1/jobs/{id}/cancel", fresh_job, None, [401, 202, 404, 403, 202]),
             ("GET", "/api/v1/jobs/{id}/events", "/api/v1/jobs/%s/events" % J, None, [401, 200, 404, 200, 200]),
+            ("GET", "/api/v1/jobs/{id}/forecast", forecast_of_j, None, [401, 200, 404, 200, 200]),
             ("POST", "/api/v1/jobs/{id}/exports", "/api/v1/jobs/%s/exports" % J, export_body,
              [401, 201, 404, 403, 201]),
             ("GET", "/api/v1/jobs/{id}/outputs", "/api/v1/jobs/%s/outputs" % J, None,
@@ -219,6 +227,10 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/policy", "/api/v1/policy", None, [401, 403, 403, 200, 200]),
             ("PATCH", "/api/v1/policy", "/api/v1/policy", {"audit_retention_days": 200},
              [401, 403, 403, 403, 200]),
+            ("GET", "/api/v1/queue", "/api/v1/queue", None, [401, 200, 200, 200, 200]),
+            # A read that changes nothing: auditors may ask; only the team's members.
+            ("POST", "/api/v1/queue/what-if", "/api/v1/queue/what-if",
+             {"team": "alpha", "resources": {"gpus": 1}}, [401, 200, 403, 200, 200]),
             ("GET", "/api/v1/sites", "/api/v1/sites", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/sites", "/api/v1/sites",
              lambda: {"name": uniq(), "storage_roots": ["/srv/x"]}, [401, 403, 403, 403, 201]),

@@ -72,6 +72,15 @@ class TemplatesTest(ServerTest):
         self.assert_error(self.admin.get("/api/v1/templates/no-such"), 404, "not_found")
 
     def test_every_template_job_is_accepted_as_offered(self):
+        # The site must be able to hold the largest template (4 GPUs): a job
+        # larger than its site is refused at submit (docs/queue.md). A down
+        # node counts for that, and the scheduler places nothing on it.
+        # Its GPUs are fake ones, as the test worker's (CPU processes for the plan).
+        self.db.sql("INSERT INTO nodes (name, addr, state, credential_hash, memory_mb) VALUES "
+                    "('tpl-big-node', '127.0.0.1', 'down', 'h-tpl-big', 65536)")
+        self.db.sql("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb) SELECT id, g, "
+                    "'GPU-fake-tpl-big-' || g, 'FAKE', 81920 FROM nodes, generate_series(0, 7) g "
+                    "WHERE name = 'tpl-big-node'")
         st, body, _ = self.admin.get("/api/v1/templates")
         for t in body["templates"]:
             spec = dict(t["job"], team="ml")
