@@ -446,9 +446,12 @@ enum rc api_agent_heartbeat(struct srv_req *req)
     gpus = json_object_get(req->body, "gpus");
     running = json_object_get(req->body, "running");
     dr = json_object_get(req->body, "draining");
-    if ((gpus != NULL && !json_is_array(gpus)) || (running != NULL && !json_is_array(running)) ||
-        (dr != NULL && !json_is_boolean(dr)))
-        return srv_fail(req, RC_EINVAL, "", "gpus and running must be arrays, draining a boolean");
+    if (gpus != NULL && !json_is_array(gpus))
+        return srv_fail(req, RC_EINVAL, "gpus", "gpus must be an array");
+    if (running != NULL && !json_is_array(running))
+        return srv_fail(req, RC_EINVAL, "running", "running must be an array");
+    if (dr != NULL && !json_is_boolean(dr))
+        return srv_fail(req, RC_EINVAL, "draining", "draining must be a boolean");
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = db_node_heartbeat(req->db, req->who.node_id, gpus, json_is_true(dr), old, now, sizeof(old),
@@ -618,9 +621,12 @@ static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics
     *logs = json_object_get(req->body, "logs");
     *metrics = json_object_get(req->body, "metrics");
     *ckpts = json_object_get(req->body, "checkpoints");
-    if ((*logs && !json_is_array(*logs)) || (*metrics && !json_is_array(*metrics)) ||
-        (*ckpts && !json_is_array(*ckpts)))
-        return srv_fail(req, RC_EINVAL, "", "logs, metrics and checkpoints must be arrays");
+    if (*logs && !json_is_array(*logs))
+        return srv_fail(req, RC_EINVAL, "logs", "logs must be an array");
+    if (*metrics && !json_is_array(*metrics))
+        return srv_fail(req, RC_EINVAL, "metrics", "metrics must be an array");
+    if (*ckpts && !json_is_array(*ckpts))
+        return srv_fail(req, RC_EINVAL, "checkpoints", "checkpoints must be an array");
     json_array_foreach(*logs, i, e)
     {
         const char *st = json_string_value(json_object_get(e, "stream"));
