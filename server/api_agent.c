@@ -578,14 +578,22 @@ static enum rc load_attempt(struct srv_req *req, int64_t *attempt_id, struct db_
 
 /* The started report's transaction (api_tx body): one job, locked first
  * with its attempt (load_attempt), the audit head last (db.h "Lock order"). */
+struct started_tx {
+    const char *actor;
+    int64_t job_id; /* out: the attempt's job */
+};
+
 static enum rc started_body(struct srv_req *req, void *arg)
 {
-    const char *actor = arg;
+    struct started_tx *x = arg;
+    const char *actor = x->actor;
     int64_t attempt_id;
     struct db_attempt_info info;
     int all = 0;
     enum rc rc = load_attempt(req, &attempt_id, &info);
 
+    if (rc == RC_OK)
+        x->job_id = info.job_id;
     if (rc == RC_OK && strcmp(info.attempt_state, "ended") != 0) {
         rc = db_attempt_node_started(req->db, attempt_id, req->who.node_id, &all, req->req_id);
         if (rc == RC_OK && all)
@@ -602,9 +610,13 @@ enum rc api_agent_started(struct srv_req *req)
 
     if (req->body != NULL && !json_is_object(req->body))
         return srv_fail(req, RC_EINVAL, "", "the body must be a JSON object");
+    struct started_tx x = {actor, 0};
+
     node_actor(req, actor, sizeof(actor));
-    if ((rc = api_tx(req, started_body, actor)) != RC_OK)
+    if ((rc = api_tx(req, started_body, &x)) != RC_OK)
         return rc;
+    /* Followers of the job's stream see RUNNING now (api_logs.c). */
+    waiters_notify(req->app->waiters, -x.job_id);
     return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
 }
 

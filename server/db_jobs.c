@@ -220,6 +220,19 @@ enum rc db_job_events(PGconn *c, int64_t id, json_t **out, const char *req_id)
                          1, p, 0, out, req_id);
 }
 
+enum rc db_job_events_after(PGconn *c, int64_t id, int64_t after_id, int limit, json_t **out,
+                            const char *req_id)
+{
+    char ids[24], after[24], lim[16];
+    const char *p[] = {db_i64(id, ids, sizeof(ids)), db_i64(after_id, after, sizeof(after)),
+                       db_i64(limit, lim, sizeof(lim))};
+    return db_query_json(c,
+                         "SELECT id, job_id, ts, kind, from_state, to_state, reason, reason_code, "
+                         "reason_params, actor FROM job_events WHERE job_id = $1 AND id > $2 "
+                         "ORDER BY id LIMIT $3",
+                         3, p, 0, out, req_id);
+}
+
 enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const char *to,
                           const struct job_reason *why, const char *actor, const char *source,
                           const char *req_id)

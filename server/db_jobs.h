@@ -84,6 +84,10 @@ enum rc db_job_list(PGconn *c, const struct db_job_filter *f, json_t **out,
 /* The job's events, oldest first. */
 enum rc db_job_events(PGconn *c, int64_t id, json_t **out, const char *req_id) TY_WUR;
 
+/* The job's events with an id above after_id, oldest first, at most limit. */
+enum rc db_job_events_after(PGconn *c, int64_t id, int64_t after_id, int limit, json_t **out,
+                            const char *req_id) TY_WUR;
+
 /*
  * Move job id to state `to` if its current state is one of from (a
  * NULL-terminated list; NULL = any non-final state), with why (borrowed) as

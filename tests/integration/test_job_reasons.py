@@ -13,9 +13,13 @@ reason, and every code seen is one docs/job-reasons.md documents.
   worker, not "killed by signal 15"
 - a job cancelled while queued: cancelled_by_user; while running:
   cancelled (once every rank stopped)
+- the job's SSE stream (logs?follow=1) carries its events, codes
+  included, as "job_event" before "end"; events_after= skips the ones the
+  page has
 - a malformed reason_code / reason_params in an exit report is refused
   with the field named
 """
+import json
 import os
 import re
 import shutil
@@ -159,6 +163,34 @@ class JobReasonsTest(ServerTest):
         self.assertEqual(job["state"], "CANCELLED", job)
         self.assertEqual((job["reason_code"], job["reason_params"]), ("cancelled", {}))
         self.events(jid)
+
+    def sse(self, path):
+        """The events of a followed stream, read until it ends: [(event, data)]."""
+        st, body, hdrs = self.admin.get(path)
+        self.assertEqual(st, 200, body)
+        self.assertTrue(hdrs["content-type"].startswith("text/event-stream"), hdrs)
+        out = []
+        for block in body.split("\n\n"):
+            ev = [ln[7:] for ln in block.split("\n") if ln.startswith("event: ")]
+            data = [ln[6:] for ln in block.split("\n") if ln.startswith("data: ")]
+            if ev:
+                out.append((ev[0], json.loads(data[0])))
+        return out
+
+    def test_stream_carries_job_events(self):
+        jid = self.submit("sse", ["/bin/sh", "-c", "echo hi; exit 3"], max_restarts=0)
+        self.wait_end(jid)
+        got = self.sse("/api/v1/jobs/%s/logs?follow=1" % jid)
+        names = [e for e, _ in got]
+        self.assertEqual(names[-1], "end", names)
+        evs = [d for e, d in got if e == "job_event"]
+        self.assertEqual([e["id"] for e in evs], [e["id"] for e in self.events(jid)])
+        self.assertEqual(evs[-1]["reason_code"], "failed_no_restarts")
+        self.assertEqual(evs[-1]["to_state"], "FAILED")
+        self.assertIn("log", names)
+        later = self.sse("/api/v1/jobs/%s/logs?follow=1&events_after=%s" % (jid, evs[1]["id"]))
+        self.assertEqual([d["id"] for e, d in later if e == "job_event"],
+                         [e["id"] for e in evs[2:]])
 
     def test_bad_exit_report_refused(self):
         st, tok, _ = self.admin.post("/api/v1/nodes/join-tokens", {"uses": 1})
