@@ -2,10 +2,13 @@
  * api_logs.c - a job's logs (paged, or followed as Server-Sent Events),
  * metrics and checkpoints.
  *
- * Following: the stream callback reads new lines from the database; when
- * there are none it parks the connection in the waiters under the key
- * -job_id (api_agent.c notifies it when a batch arrives), with a 15 s
- * deadline that yields a keep-alive comment. No thread waits.
+ * Following: the stream callback reads new job events and lines from the
+ * database; when there are none it parks the connection in the waiters
+ * under the key -job_id (api_agent.c notifies it when a batch or an exit
+ * arrives), with a 15 s deadline that yields a keep-alive comment. No
+ * thread waits. Job events ("job_event", the rows of GET /jobs/{id}/events
+ * after ?events_after=, default all) go first, so the page's state follows
+ * them, and "end" comes only after the last one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +59,8 @@ static enum rc int_query(struct srv_req *req, const char *key, long lo, long hi,
 struct follow {
     struct srv_req *req; /* borrowed; the request outlives the stream */
     struct db_log_filter f;
-    char *pending; /* owned; formatted events not yet sent */
+    int64_t events_after; /* job_events.id of the last job event sent */
+    char *pending;        /* owned; formatted events not yet sent */
     size_t len, off;
     int done;
 };
@@ -87,6 +91,32 @@ static int add_event(struct follow *fw, const char *event, const char *id, const
     return 1;
 }
 
+/* Add the job events after fw->events_after; returns how many were added. */
+static int add_job_events(struct follow *fw, PGconn *c)
+{
+    json_t *rows = NULL, *row;
+    size_t i;
+    int n = 0;
+
+    /* Job events carry no SSE id: Last-Event-ID stays the log's. */
+    if (db_job_events_after(c, fw->f.job_id, fw->events_after, SSE_BATCH, &rows, fw->req->req_id) !=
+        RC_OK)
+        return 0;
+    json_array_foreach(rows, i, row)
+    {
+        char *data = json_dumps(row, JSON_COMPACT);
+        if (data == NULL || !add_event(fw, "job_event", NULL, data)) {
+            free(data);
+            break;
+        }
+        free(data);
+        fw->events_after = strtoll(json_string_value(json_object_get(row, "id")), NULL, 10);
+        n++;
+    }
+    json_decref(rows);
+    return n;
+}
+
 /* Read the next lines (or the end) into fw->pending. */
 static void follow_fill(struct follow *fw)
 {
@@ -99,6 +129,10 @@ static void follow_fill(struct follow *fw)
 
     if (c == NULL)
         return;
+    if (add_job_events(fw, c) > 0) {
+        db_release(app->db, c);
+        return; /* the lines next time round */
+    }
     if (db_logs_read(c, &fw->f, &rows, fw->req->req_id) == RC_OK) {
         json_array_foreach(rows, i, row)
         {
@@ -116,6 +150,8 @@ static void follow_fill(struct follow *fw)
                 RC_OK &&
             db_job_state_terminal(state)) {
             char data[64];
+            /* The final transition may have committed after the look above. */
+            add_job_events(fw, c);
             snprintf(data, sizeof(data), "{\"state\":\"%s\"}", state);
             add_event(fw, "end", NULL, data);
             fw->done = 1;
@@ -158,7 +194,7 @@ enum rc api_job_logs(struct srv_req *req)
 {
     struct db_log_filter f = {0};
     char state[16];
-    long rank = -1, attempt = 0, after = 0, limit = 1000;
+    long rank = -1, attempt = 0, after = 0, limit = 1000, events_after = 0;
     const char *stream = srv_query(req, "stream"), *follow = srv_query(req, "follow");
     json_t *rows = NULL, *last;
     enum rc rc;
@@ -166,7 +202,8 @@ enum rc api_job_logs(struct srv_req *req)
     if ((rc = int_query(req, "rank", 0, 1023, &rank)) != RC_OK ||
         (rc = int_query(req, "attempt", 1, 1000000, &attempt)) != RC_OK ||
         (rc = int_query(req, "after", 0, 0x7fffffffL, &after)) != RC_OK ||
-        (rc = int_query(req, "limit", 1, 5000, &limit)) != RC_OK)
+        (rc = int_query(req, "limit", 1, 5000, &limit)) != RC_OK ||
+        (rc = int_query(req, "events_after", 0, 0x7fffffffL, &events_after)) != RC_OK)
         return rc;
     if (stream != NULL && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
         return srv_fail(req, RC_EINVAL, "stream", "stream must be stdout or stderr");
@@ -184,6 +221,7 @@ enum rc api_job_logs(struct srv_req *req)
             return RC_ENOMEM;
         fw->req = req;
         fw->f = f;
+        fw->events_after = events_after;
         fw->f.limit = SSE_BATCH;
         if (last_id != NULL)
             fw->f.after_id = strtoll(last_id, NULL, 10);

@@ -79,6 +79,8 @@ static const struct opt opts[] = {
     I(forecast_max_events, 0, 100000000, "bound on the forecast's simulated events; 0 = automatic"),
     I(forecast_default_run_s, 0, 365 * 86400,
       "forecast run time of a job with no prediction and no time limit; 0 = 1 hour"),
+    I(gpu_idle_util_pct, 1, 100, "an allocated GPU below this utilization (%) counts as idle"),
+    I(gpu_idle_min_s, 1, 7 * 86400, "seconds an allocated GPU must stay idle to be flagged"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -107,6 +109,8 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->export_link_ttl_s = 86400;
     cfg->webhook_timeout_ms = 5000;
     cfg->forecast_interval_ms = 1000;
+    cfg->gpu_idle_util_pct = 80;
+    cfg->gpu_idle_min_s = 3600;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)
