@@ -159,7 +159,9 @@ export async function newPage(stack, opts = {}) {
   const page = await ctx.newPage();
   page.problems = [];
   page.signedIn = false;
-  const allow = opts.allow || [];
+  // URL parts whose 4xx are expected now; a test may push and pop (a
+  // refusal it provokes on purpose).
+  const allow = (page.allow = [...(opts.allow || [])]);
   page.on('pageerror', (e) => page.problems.push('page error: ' + (e.stack || e.message)));
   page.on('console', (m) => {
     if (m.type() !== 'error') return;

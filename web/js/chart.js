@@ -12,7 +12,7 @@
 // same at 1,000 and at 100,000 points. Drawn with Apache ECharts when it is
 // served (/vendor/echarts/, see loadECharts), else as an SVG polyline.
 //
-// window.__ty.charts[name] = {points, drawn, frameMs} is kept for the tests
+// window.__ty.charts[name] = {points, drawn, frameMs, frames, renderer} is kept for the tests
 // and bench/web.
 import { svg, h, replace } from './dom.js';
 
@@ -55,13 +55,18 @@ function fmt(v) {
   return String(Number(v.toPrecision(4)));
 }
 
-// The ECharts module once it is known to be served, else null (never asks
-// for it unless the server said it serves it: a 404 would be a console error).
+// The ECharts module (web/README.md, "Third-party code") with its zh-CN
+// locale registered, or null when <html data-echarts> names none or it does
+// not load (the SVG fallback then draws).
 let echartsP = null;
 export function loadECharts() {
   if (!echartsP) {
     const url = document.documentElement.dataset.echarts;
-    echartsP = url ? import(url).catch(() => null) : Promise.resolve(null);
+    const zh = document.documentElement.dataset.echartsZh;
+    echartsP = !url ? Promise.resolve(null) : import(url).then(async (echarts) => {
+      if (zh) { try { echarts.registerLocale('ZH', (await import(zh)).default); } catch (_) { /* English labels */ } }
+      return echarts;
+    }).catch(() => null);
   }
   return echartsP;
 }
@@ -71,7 +76,7 @@ export function liveChart(el, opts = {}) {
   let cap = 1024, n = 0;
   let xs = new Float64Array(cap), ys = new Float64Array(cap);
   let raf = 0, disposed = false, ec = null, ecTried = false;
-  const stat = (live.charts[name] = { points: 0, drawn: 0, frameMs: 0, frames: 0 });
+  const stat = (live.charts[name] = { points: 0, drawn: 0, frameMs: 0, frames: 0, renderer: 'svg' });
   const box = h('div', { class: 'chart-area', role: 'img', 'aria-label': opts.label || name });
   const note = h('p', { class: 'muted small chart-empty' }, opts.empty || '');
   el.append(box, note);
@@ -125,6 +130,7 @@ export function liveChart(el, opts = {}) {
           yAxis: { type: 'value', name: opts.yLabel || '', scale: true },
           series: [{ type: 'line', showSymbol: false, sampling: 'lttb', data: [] }],
         });
+        stat.renderer = 'echarts';
         schedule();
       });
     }
@@ -134,6 +140,7 @@ export function liveChart(el, opts = {}) {
       ec.setOption({ series: [{ data }] });
     } else drawSvg(idx, width);
     stat.frameMs = performance.now() - t0;
+    if (n && !stat.firstPointMs) stat.firstPointMs = performance.now();
     stat.frames++;
   }
 

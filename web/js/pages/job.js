@@ -358,6 +358,7 @@ export function render(main, ctx) {
 
   refresh().then(() => {
     if (ctx.left || !job) return;
+    ctx.loaded();
     startLogs();
     const stop = ctx.poll(async () => {
       if (lastRead) return;

@@ -59,6 +59,7 @@ export function render(main, ctx) {
       replace(msg);
       replace(stamp, t('common.updated', { time: fmtTime(new Date().toISOString()) }));
       draw();
+      ctx.loaded();
     } catch (e) { if (!ctx.left) replace(msg, errorBox(e)); }
   }
 

@@ -133,6 +133,9 @@ export function render(main, ctx) {
 
   function drawAll(nodes, queue, running, mine, idle, allocatedBy) {
     drawHeat(nodes, allocatedBy);
+    // When the first full overview was drawn (bench/web reads it).
+    if (!window.__ty.overviewDrawnMs) window.__ty.overviewDrawnMs = performance.now();
+    ctx.loaded();
     queueTb.update(queue);
     runningTb.update(running);
     mineTb.update(mine.slice(0, 10));

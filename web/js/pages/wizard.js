@@ -404,6 +404,7 @@ export function render(main, ctx) {
       const mine = (ctx.me.teams || []).map((x) => x.name).find((n) => teams.some((x) => x.name === n));
       st.team = mine || (teams[0] && teams[0].name) || '';
       if (job) fromJob(job); else go('template', false);
+      ctx.loaded();
     })
     .catch((e) => { if (!ctx.left) replace(body, errorBox(e)); });
 
