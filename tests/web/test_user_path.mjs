@@ -69,12 +69,18 @@ test('the user path: sign in, wizard, job page, logs, cancel, clone, policy, lan
   let release;
   const held = new Promise((r) => { release = r; });
   await page.route('**/api/v1/me', async (route) => { await held; await route.continue(); });
+  await page.goto('about:blank'); // a fresh start of the app, not a hash change
   await page.goto(base + '#/overview');
-  await page.evaluate(() => { location.hash = '#/jobs'; });
+  await page.evaluate(() => {
+    window.__hashes = [];
+    window.addEventListener('hashchange', () => window.__hashes.push(location.hash));
+    location.hash = '#/wizard';
+  });
   release();
   await page.waitForFunction(() => document.documentElement.dataset.ready === '1');
-  await page.waitForSelector('#jobs-search');
-  assert.equal(new URL(page.url()).hash, '#/jobs', 'the hash changed during start-up was kept');
+  await page.waitForSelector('main[data-loaded] .tpl-card');
+  assert.equal(new URL(page.url()).hash, '#/wizard', 'the hash changed during start-up was kept');
+  assert.deepEqual(await page.evaluate(() => window.__hashes), ['#/wizard'], 'no detour through another page while starting');
   await page.unroute('**/api/v1/me');
   mark('signed in; start-up hash kept');
 
@@ -99,6 +105,13 @@ test('the user path: sign in, wizard, job page, logs, cancel, clone, policy, lan
   const chart = await waitFor('every loss point on the chart', 30_000, () => page.evaluate(() => window.__ty.charts.loss)
     .then((c) => (c && c.points === lossSteps.size && c.drawn > 0 ? c : null)), 300);
   assert.equal(chart.renderer, 'echarts', 'the loss chart is drawn by ECharts');
+  const canvas = await page.evaluate(() => {
+    const c = document.querySelector('#chart-loss canvas');
+    return c ? { w: c.getBoundingClientRect().width, h: c.getBoundingClientRect().height } : null;
+  });
+  assert.ok(canvas && canvas.w > 200 && canvas.h > 150, `the loss chart is drawn at a visible size (${JSON.stringify(canvas)})`);
+  const tp = await page.evaluate(() => window.__ty.charts.throughput);
+  assert.ok(tp && tp.points > 0, 'the throughput chart has points');
   assert.equal((await api(page, 'GET', `/jobs/${jobA}`)).body.spec.template, templates[0].id);
   mark(`job ${jobA}: three clicks, RUNNING, SUCCEEDED, ${chart.points} loss points`);
 

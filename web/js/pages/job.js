@@ -17,7 +17,7 @@ import { liveChart } from '../chart.js';
 
 const MAX_LINES = 20000; // per rank kept in the page
 const SHOW_LINES = 2000; // drawn at once (the newest, or the newest matches)
-const THROUGHPUT = ['samples_per_s', 'throughput', 'tokens_per_s', 'images_per_s', 'it_per_s'];
+const THROUGHPUT = ['samples_per_s', 'samples_per_sec', 'throughput', 'tokens_per_sec', 'tokens_per_s', 'images_per_s', 'it_per_s'];
 
 export function render(main, ctx) {
   const id = ctx.params.id;
