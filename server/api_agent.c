@@ -311,15 +311,17 @@ static json_t *register_details(const json_t *body, const char *addr)
  */
 static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
 {
-    char actor[96], why[160], target[AUDIT_TARGET_SIZE];
+    char actor[96], target[AUDIT_TARGET_SIZE];
+    struct job_reason why;
     size_t i;
     json_t *a, *d;
     enum rc rc;
 
     node_actor(req, actor, sizeof(actor));
-    snprintf(why, sizeof(why), "node %s lost its ranks (worker restarted)", req->who.node_name);
     if ((rc = audit_target_name(AUDIT_TARGET_NODE, req->who.node_name, target)) != RC_OK)
         return rc;
+    job_reason_init(&why, RSN_NODE_RANKS_LOST, json_pack("{s:s}", "node", req->who.node_name),
+                    "node %s lost its ranks (worker restarted)", req->who.node_name);
     d = json_pack("{s:O,s:s}", "attempts", lost, "reason", "worker restarted; ranks gone");
     rc = audit_append_req(req, "node.ranks_lost", target, "success", d);
     json_decref(d);
@@ -330,9 +332,10 @@ static enum rc lose_attempts(struct srv_req *req, const json_t *lost)
         if (rc == RC_OK)
             rc = db_attempt_info(req->db, attempt_id, req->who.node_id, 1, &info, req->req_id);
         if (rc == RC_OK)
-            rc = lifecycle_node_lost(req->db, attempt_id, info.job_id, req->who.node_id, why,
+            rc = lifecycle_node_lost(req->db, attempt_id, info.job_id, req->who.node_id, &why,
                                      req->app->cfg->node_timeout_s + 5, actor, req->req_id);
     }
+    job_reason_cleanup(&why);
     return rc;
 }
 
@@ -443,9 +446,12 @@ enum rc api_agent_heartbeat(struct srv_req *req)
     gpus = json_object_get(req->body, "gpus");
     running = json_object_get(req->body, "running");
     dr = json_object_get(req->body, "draining");
-    if ((gpus != NULL && !json_is_array(gpus)) || (running != NULL && !json_is_array(running)) ||
-        (dr != NULL && !json_is_boolean(dr)))
-        return srv_fail(req, RC_EINVAL, "", "gpus and running must be arrays, draining a boolean");
+    if (gpus != NULL && !json_is_array(gpus))
+        return srv_fail(req, RC_EINVAL, "gpus", "gpus must be an array");
+    if (running != NULL && !json_is_array(running))
+        return srv_fail(req, RC_EINVAL, "running", "running must be an array");
+    if (dr != NULL && !json_is_boolean(dr))
+        return srv_fail(req, RC_EINVAL, "draining", "draining must be a boolean");
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = db_node_heartbeat(req->db, req->who.node_id, gpus, json_is_true(dr), old, now, sizeof(old),
@@ -479,8 +485,12 @@ static enum rc mark_starting(struct srv_req *req, const json_t *jobs)
     node_actor(req, actor, sizeof(actor));
     json_array_foreach(jobs, i, j)
     {
+        struct job_reason why;
+        job_reason_init(&why, RSN_ASSIGNMENT_TAKEN, json_pack("{s:s}", "node", req->who.node_name),
+                        "a node took the assignment");
         rc = db_job_transition(req->db, strtoll(json_string_value(j), NULL, 10), from, "STARTING",
-                               "a node took the assignment", actor, req->client_addr, req->req_id);
+                               &why, actor, req->client_addr, req->req_id);
+        job_reason_cleanup(&why);
         if (rc == RC_ECONFLICT)
             rc = RC_OK;
         if (rc != RC_OK)
@@ -611,9 +621,12 @@ static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics
     *logs = json_object_get(req->body, "logs");
     *metrics = json_object_get(req->body, "metrics");
     *ckpts = json_object_get(req->body, "checkpoints");
-    if ((*logs && !json_is_array(*logs)) || (*metrics && !json_is_array(*metrics)) ||
-        (*ckpts && !json_is_array(*ckpts)))
-        return srv_fail(req, RC_EINVAL, "", "logs, metrics and checkpoints must be arrays");
+    if (*logs && !json_is_array(*logs))
+        return srv_fail(req, RC_EINVAL, "logs", "logs must be an array");
+    if (*metrics && !json_is_array(*metrics))
+        return srv_fail(req, RC_EINVAL, "metrics", "metrics must be an array");
+    if (*ckpts && !json_is_array(*ckpts))
+        return srv_fail(req, RC_EINVAL, "checkpoints", "checkpoints must be an array");
     json_array_foreach(*logs, i, e)
     {
         const char *st = json_string_value(json_object_get(e, "stream"));
@@ -797,28 +810,63 @@ enum rc api_agent_output(struct srv_req *req)
 }
 
 /* "rank 1 exited with 1" from the first failed rank, or the worker's reason. */
-static void exit_reason(const json_t *body, char *out, size_t n)
+/*
+ * Why a node's part of an attempt failed, as cause: the worker's own code
+ * when it sent a known one ("reason_code", "reason_params";
+ * docs/agent-protocol.md), else the first rank that exited non-zero or was
+ * signalled, else the worker's text. Every form gets the attempt and node.
+ * The English text is as before: the worker's reason for a deterministic
+ * failure, else the rank's exit.
+ */
+static void exit_cause_reason(const json_t *body, int deterministic, int attempt, const char *node,
+                              struct job_reason *cause)
 {
-    const json_t *ranks = json_object_get(body, "ranks"), *r;
+    const json_t *ranks = json_object_get(body, "ranks"), *r, *wp;
     const char *why = json_string_value(json_object_get(body, "reason"));
+    /* The static constant, so that cause outlives the body. */
+    const char *wcode = reason_code_find(json_string_value(json_object_get(body, "reason_code")));
+    const char *code = RSN_NODE_FAILED;
+    char text[512];
+    json_t *params = NULL;
     size_t i;
 
+    snprintf(text, sizeof(text), "%s", why && *why ? why : "a rank failed");
     json_array_foreach(ranks, i, r)
     {
-        json_int_t code = json_integer_value(json_object_get(r, "exit_code"));
+        json_int_t rc = json_integer_value(json_object_get(r, "exit_code"));
         json_int_t sig = json_integer_value(json_object_get(r, "signal"));
-        if (code == 0)
+        json_int_t rank = json_integer_value(json_object_get(r, "rank"));
+        if (rc == 0)
             continue;
-        if (sig > 0)
-            snprintf(out, n, "rank %lld was killed by signal %lld",
-                     (long long)json_integer_value(json_object_get(r, "rank")), (long long)sig);
-        else
-            snprintf(out, n, "rank %lld exited with %lld%s%s",
-                     (long long)json_integer_value(json_object_get(r, "rank")), (long long)code,
-                     why ? ": " : "", why ? why : "");
-        return;
+        if (sig > 0) {
+            code = RSN_RANK_SIGNALLED;
+            params = json_pack("{s:I,s:I}", "rank", rank, "signal", sig);
+            snprintf(text, sizeof(text), "rank %lld was killed by signal %lld", (long long)rank,
+                     (long long)sig);
+        } else {
+            code = RSN_RANK_EXITED;
+            params = json_pack("{s:I,s:I}", "rank", rank, "exit_code", rc);
+            snprintf(text, sizeof(text), "rank %lld exited with %lld%s%s", (long long)rank,
+                     (long long)rc, why ? ": " : "", why ? why : "");
+        }
+        break;
     }
-    snprintf(out, n, "%s", why && *why ? why : "a rank failed");
+    if (deterministic && why != NULL && *why != '\0')
+        snprintf(text, sizeof(text), "%s", why);
+    if (params == NULL)
+        params = json_pack("{s:s}", "detail", why ? why : "");
+    /* The worker knows best what stopped it (a time limit, a busy port...). */
+    wp = json_object_get(body, "reason_params");
+    if (wcode != NULL && (wp == NULL || json_is_object(wp))) {
+        json_decref(params);
+        code = wcode;
+        params = wp != NULL ? json_deep_copy(wp) : json_object();
+    }
+    if (params != NULL) {
+        json_object_set_new(params, "attempt", json_integer(attempt));
+        json_object_set_new(params, "node", json_string(node));
+    }
+    job_reason_init(cause, code, params, "attempt %d: %s on node %s", attempt, text, node);
 }
 
 static int node_ok(const json_t *body)
@@ -868,6 +916,38 @@ static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int at
 }
 
 /*
+ * "reason_code" and "reason_params" of an exit report (docs/agent-protocol.md):
+ * absent, or a string of at most RSN_CODE_MAX bytes and an object of at most
+ * 16 members whose values are strings of at most 512 bytes, integers or
+ * booleans (they are stored with the job event). A code this server does not
+ * know is kept out of the event (exit_cause_reason), not refused: a newer
+ * worker may know more.
+ */
+static enum rc exit_reason_check(struct srv_req *req)
+{
+    const json_t *code = json_object_get(req->body, "reason_code");
+    const json_t *params = json_object_get(req->body, "reason_params"), *v;
+    const char *k;
+
+    if (code != NULL && (!json_is_string(code) || json_string_length(code) > RSN_CODE_MAX))
+        return srv_fail(req, RC_EINVAL, "reason_code",
+                        "reason_code must be a string of at most %d bytes", RSN_CODE_MAX);
+    if (params != NULL && (!json_is_object(params) || json_object_size(params) > 16))
+        return srv_fail(req, RC_EINVAL, "reason_params",
+                        "reason_params must be an object of at most 16 members");
+    json_object_foreach((json_t *)params, k, v)
+    {
+        if (!(json_is_integer(v) || json_is_boolean(v) ||
+              (json_is_string(v) && json_string_length(v) <= 512)))
+            return srv_fail(req, RC_EINVAL, "reason_params",
+                            "reason_params.%.64s must be an integer, a boolean or a string of at "
+                            "most 512 bytes",
+                            k);
+    }
+    return RC_OK;
+}
+
+/*
  * The deterministic cause of an exit report (docs/agent-protocol.md,
  * "failure"; worker/cause.h): "failure" is absent or {"code": string,
  * "detail": string (optional)}, any other shape is refused (RC_EINVAL, e
@@ -878,6 +958,7 @@ static enum rc node_policy_violation(struct srv_req *req, int64_t job_id, int at
  */
 static enum rc exit_cause(struct srv_req *req, const char **cause)
 {
+    enum rc rc;
     static const char *const known[] = {"exec_failed", "path_refused", "script_not_found", NULL};
     const json_t *f = json_object_get(req->body, "failure");
     const json_t *code = json_object_get(f, "code"), *detail = json_object_get(f, "detail");
@@ -892,6 +973,8 @@ static enum rc exit_cause(struct srv_req *req, const char **cause)
     for (size_t i = 0; code != NULL && known[i] != NULL; i++)
         if (strcmp(json_string_value(code), known[i]) == 0)
             *cause = known[i];
+    if ((rc = exit_reason_check(req)) != RC_OK)
+        return rc;
     if (f == NULL && why != NULL && strncmp(why, "policy violation", 16) == 0)
         *cause = "path_refused";
     return RC_OK;
@@ -937,7 +1020,6 @@ static enum rc exit_body(struct srv_req *req, void *arg)
     const char *actor = x->actor;
     int64_t attempt_id;
     struct db_attempt_info info;
-    char reason[512], why[600];
     int live = 0, all_ok = 0;
     enum rc rc;
 
@@ -960,21 +1042,19 @@ static enum rc exit_body(struct srv_req *req, void *arg)
             const char *w = json_string_value(json_object_get(req->body, "reason"));
             /* A busy rendezvous port is the platform's problem, not the job's. */
             int counts = !(w != NULL && strncmp(w, "rendezvous port ", 16) == 0);
+            struct job_reason cause;
             /* No rank ran when the cause is deterministic: the worker's reason says why. */
-            if (x->cause != NULL && w != NULL && *w != '\0')
-                snprintf(reason, sizeof(reason), "%s", w);
-            else
-                exit_reason(req->body, reason, sizeof(reason));
-            snprintf(why, sizeof(why), "attempt %d: %s on node %s", info.attempt, reason,
-                     info.node_name);
+            exit_cause_reason(req->body, x->cause != NULL, info.attempt, info.node_name, &cause);
             if (w != NULL && strncmp(w, "policy violation", 16) == 0)
-                rc = node_policy_violation(req, info.job_id, info.attempt, "node", w, NULL, why);
+                rc = node_policy_violation(req, info.job_id, info.attempt, "node", w, NULL,
+                                           cause.text);
             if (rc == RC_OK && x->cause != NULL)
-                rc = lifecycle_attempt_failed_for_good(req->db, info.job_id, attempt_id, why,
+                rc = lifecycle_attempt_failed_for_good(req->db, info.job_id, attempt_id, &cause,
                                                        x->cause, actor, req->req_id);
             else if (rc == RC_OK)
-                rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, why, counts, actor,
-                                              req->req_id);
+                rc = lifecycle_attempt_failed(req->db, info.job_id, attempt_id, &cause, counts,
+                                              actor, req->req_id);
+            job_reason_cleanup(&cause);
         } else if (live == 0 && all_ok) {
             rc = lifecycle_attempt_succeeded(req->db, info.job_id, attempt_id, actor, req->req_id);
         }

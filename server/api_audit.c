@@ -75,9 +75,12 @@ enum rc api_audit_events(struct srv_req *req)
         return srv_fail(req, RC_EINVAL, "since", "since must be an ISO-8601 time");
     if (!ts_ok(until))
         return srv_fail(req, RC_EINVAL, "until", "until must be an ISO-8601 time");
-    if ((action && strlen(action) > 64) || (actor && strlen(actor) > 128) ||
-        (target && strlen(target) > 128))
-        return srv_fail(req, RC_EINVAL, "", "filter value is too long");
+    if (action && strlen(action) > 64)
+        return srv_fail(req, RC_EINVAL, "action", "action must be at most 64 bytes");
+    if (actor && strlen(actor) > 128)
+        return srv_fail(req, RC_EINVAL, "actor", "actor must be at most 128 bytes");
+    if (target && strlen(target) > 128)
+        return srv_fail(req, RC_EINVAL, "target", "target must be at most 128 bytes");
     if (srv_db(req) == NULL)
         return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
     rc = audit_list(req->db, action, actor, target, since, until, cursor[0] ? cursor : NULL, limit,

@@ -42,20 +42,28 @@ int db_job_state_terminal(const char *s)
 #define JOB_LIST_COLS                                                                              \
     "j.id, j.name, j.team_id, t.name AS team, j.user_id, u.username AS user, j.state, "            \
     "CASE j.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END AS priority, "         \
-    "j.gpus, j.gpus_per_node, j.restarts, j.max_restarts, j.attempt, j.reason, j.time_limit_s, "   \
+    "j.gpus, j.gpus_per_node, j.restarts, j.max_restarts, j.attempt, j.reason, j.reason_code, "    \
+    "j.reason_params, j.time_limit_s, "                                                            \
     "j.created_at, j.updated_at, j.started_at, j.finished_at, s.name AS site, j.classification"
 #define JOB_FROM                                                                                   \
     " FROM jobs j JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id JOIN sites s " \
     "ON s.id = j.site_id"
 
 static enum rc add_event(PGconn *c, const char *job_id, const char *from, const char *to,
-                         const char *reason, const char *actor, const char *req_id)
+                         const struct job_reason *why, const char *actor, const char *req_id)
 {
-    const char *p[] = {job_id, from, to, reason ? reason : "", actor};
-    return db_exec_ok(c, req_id,
-                      "INSERT INTO job_events (job_id, from_state, to_state, reason, actor) "
-                      "VALUES ($1, $2, $3, $4, $5)",
-                      5, p);
+    char *params = job_reason_params_text(why);
+    enum rc rc = RC_ENOMEM;
+
+    if (params != NULL) {
+        const char *p[] = {job_id, from, to, why->text, actor, why->code, params};
+        rc = db_exec_ok(c, req_id,
+                        "INSERT INTO job_events (job_id, from_state, to_state, reason, actor, "
+                        "reason_code, reason_params) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)",
+                        7, p);
+    }
+    free(params);
+    return rc;
 }
 
 void db_job_compliance_cleanup(struct db_job_compliance *c)
@@ -114,8 +122,12 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
     if (rc == RC_OK)
         snprintf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));
     PQclear(res);
-    if (rc == RC_OK)
-        rc = add_event(c, id, NULL, "QUEUED", "submitted", actor, req_id);
+    if (rc == RC_OK) {
+        struct job_reason why;
+        job_reason_init(&why, RSN_SUBMITTED, NULL, "submitted");
+        rc = add_event(c, id, NULL, "QUEUED", &why, actor, req_id);
+        job_reason_cleanup(&why);
+    }
     if (rc == RC_OK) {
         int64_t jid = 0;
         rc = db_parse_i64(id, &jid);
@@ -203,21 +215,22 @@ enum rc db_job_events(PGconn *c, int64_t id, json_t **out, const char *req_id)
     char ids[24];
     const char *p[] = {db_i64(id, ids, sizeof(ids))};
     return db_query_json(c,
-                         "SELECT id, job_id, ts, kind, from_state, to_state, reason, actor FROM "
-                         "job_events WHERE job_id = $1 ORDER BY id",
+                         "SELECT id, job_id, ts, kind, from_state, to_state, reason, reason_code, "
+                         "reason_params, actor FROM job_events WHERE job_id = $1 ORDER BY id",
                          1, p, 0, out, req_id);
 }
 
 enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const char *to,
-                          const char *reason, const char *actor, const char *source,
+                          const struct job_reason *why, const char *actor, const char *source,
                           const char *req_id)
 {
     char ids[24], old[16], target[AUDIT_TARGET_SIZE];
-    const char *p[3];
+    const char *p[5];
+    char *params = NULL;
     PGresult *res;
     enum rc rc;
     int allowed = from == NULL;
-    json_t *details;
+    json_t *details = NULL;
 
     db_i64(id, ids, sizeof(ids));
     p[0] = ids;
@@ -229,33 +242,45 @@ enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const 
         snprintf(old, sizeof(old), "%s", PQgetvalue(res, 0, 0));
     PQclear(res);
     if (rc != RC_OK)
-        return rc;
+        goto out;
     if (from == NULL)
         allowed = !db_job_state_terminal(old);
     for (int i = 0; from != NULL && from[i] != NULL && !allowed; i++)
         allowed = strcmp(from[i], old) == 0;
-    if (!allowed)
-        return RC_ECONFLICT;
+    if (!allowed) {
+        rc = RC_ECONFLICT;
+        goto out;
+    }
+    if ((params = job_reason_params_text(why)) == NULL) {
+        rc = RC_ENOMEM;
+        goto out;
+    }
     p[1] = to;
-    p[2] = reason ? reason : "";
+    p[2] = why->text;
+    p[3] = why->code;
+    p[4] = params;
     rc = db_exec_ok(c, req_id,
-                    "UPDATE jobs SET state = $2, reason = $3, updated_at = now(), "
+                    "UPDATE jobs SET state = $2, reason = $3, reason_code = $4, reason_params = "
+                    "$5::jsonb, updated_at = now(), "
                     "started_at = CASE WHEN $2 = 'RUNNING' THEN coalesce(started_at, now()) ELSE "
                     "started_at END, finished_at = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED', "
                     "'CANCELLED') THEN now() ELSE NULL END WHERE id = $1",
-                    3, p);
+                    5, p);
     if (rc == RC_OK)
-        rc = add_event(c, ids, old, to, reason, actor, req_id);
+        rc = add_event(c, ids, old, to, why, actor, req_id);
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_JOB, id, target);
     if (rc == RC_OK) {
         struct audit_event ev;
-        if ((rc = audit_target_id(AUDIT_TARGET_JOB, id, target)) != RC_OK)
-            return rc;
-        details = json_pack("{s:s,s:s,s:s}", "from", old, "to", to, "reason", reason ? reason : "");
+        details = json_pack("{s:s,s:s,s:s,s:s}", "from", old, "to", to, "reason", why->text,
+                            "reason_code", why->code);
         ev = (struct audit_event){actor,  source ? source : "", "job.state", target, "success",
                                   details};
         rc = audit_append(c, &ev, req_id);
-        json_decref(details);
     }
+out:
+    json_decref(details);
+    free(params);
     return rc;
 }
 

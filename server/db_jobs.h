@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "job_reason.h"
 #include "jobspec.h"
 
 /*
@@ -85,13 +86,15 @@ enum rc db_job_events(PGconn *c, int64_t id, json_t **out, const char *req_id) T
 
 /*
  * Move job id to state `to` if its current state is one of from (a
- * NULL-terminated list; NULL = any non-final state). Records job_events and
- * the audit event (actor, source) in the open transaction.
+ * NULL-terminated list; NULL = any non-final state), with why (borrowed) as
+ * the job's reason: its text, code and params in the jobs row and the job
+ * event, its text and code in the audit event (actor, source), all in the
+ * open transaction.
  * RC_ECONFLICT when the job is not in an allowed state, RC_ENOTFOUND when
  * missing.
  */
 enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const char *to,
-                          const char *reason, const char *actor, const char *source,
+                          const struct job_reason *why, const char *actor, const char *source,
                           const char *req_id) TY_WUR;
 
 /* Lock job_id and read what the lifecycle decides on: cancel requested,

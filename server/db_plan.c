@@ -10,6 +10,7 @@
 #include "audit_target.h"
 #include "db.h"
 #include "db_audit.h"
+#include "reason_codes.h"
 
 /* One node in jobplan.h's form; "gpus" is filled by the caller's WHERE. The
  * topology columns (migration 008) are read through to_jsonb(n) so that a
@@ -101,12 +102,39 @@ enum rc db_plan_placed(PGconn *c, int64_t job_id, int64_t attempt_id, const char
         rc = db_exec_ok(c, req_id, "UPDATE attempts SET plan = $2::jsonb WHERE id = $1", 2, p);
     }
     free(js);
+    js = NULL;
     if (rc == RC_OK) {
-        const char *p[] = {jid, state, reason, actor};
-        rc = db_exec_ok(c, req_id,
-                        "INSERT INTO job_events (job_id, from_state, to_state, reason, actor, "
-                        "kind) VALUES ($1, $2, $2, $3, $4, 'plan')",
-                        4, p);
+        /* The summary's figures, for a translated line (docs/job-reasons.md "plan"). */
+        const json_t *st = json_object_get(plan, "status"), *w;
+        json_t *codes = json_array(), *params;
+        size_t i;
+
+        json_array_foreach(json_object_get(plan, "warnings"), i, w)
+        {
+            json_array_append(codes, json_object_get(w, "code"));
+        }
+        params = json_pack(
+            "{s:O?,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?,s:b,s:o?}", "strategy",
+            json_object_get(plan, "strategy"), "engine", json_object_get(plan, "engine"),
+            "micro_batch", json_object_get(plan, "micro_batch"), "grad_accum",
+            json_object_get(plan, "grad_accum"), "ranks", json_object_get(plan, "dp_degree"),
+            "global_batch", json_object_get(json_object_get(plan, "global_batch"), "reached"),
+            "precision", json_object_get(plan, "precision"), "activation_checkpointing",
+            json_object_get(plan, "activation_checkpointing"), "fits",
+            !json_is_string(st) || strcmp(json_string_value(st), "ok") == 0, "warnings", codes);
+        js = params != NULL ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(params);
+        if (js == NULL)
+            return RC_ENOMEM;
+        {
+            const char *p[] = {jid, state, reason, actor, RSN_PLAN, js};
+            rc = db_exec_ok(c, req_id,
+                            "INSERT INTO job_events (job_id, from_state, to_state, reason, actor, "
+                            "kind, reason_code, reason_params) VALUES ($1, $2, $2, $3, $4, "
+                            "'plan', $5, $6::jsonb)",
+                            6, p);
+        }
+        free(js);
     }
     if (rc == RC_OK)
         rc = audit_target_id(AUDIT_TARGET_JOB, job_id, target);

@@ -381,8 +381,8 @@ static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
                          int64_t *nodes, size_t max, size_t *nnodes)
 {
     static const char *const from[] = {"QUEUED", "RESTARTING", NULL};
-    char job[24], attempt[16], attempt_id[24], port[16], reason[256], node[24], rank[16], start[16],
-        gpus[256];
+    char job[24], attempt[16], attempt_id[24], port[16], node[24], rank[16], start[16], gpus[256];
+    struct job_reason why;
     const char *name0 = "", *addr0 = node_addr(s, p->allocs[0].node_id, &name0);
     PGresult *r;
     enum rc rc;
@@ -390,8 +390,11 @@ static enum rc place_one(PGconn *c, const struct db_sched_snapshot *s,
     size_t off;
 
     snprintf(job, sizeof(job), "%lld", (long long)p->job_id);
-    snprintf(reason, sizeof(reason), "placed on %zu node(s), rank 0 on %s", p->nallocs, name0);
-    rc = db_job_transition(c, p->job_id, from, "PLACED", reason, SCHED_ACTOR, "", "sched");
+    job_reason_init(&why, RSN_PLACED,
+                    json_pack("{s:i,s:s}", "nodes", (int)p->nallocs, "rank0_node", name0),
+                    "placed on %zu node(s), rank 0 on %s", p->nallocs, name0);
+    rc = db_job_transition(c, p->job_id, from, "PLACED", &why, SCHED_ACTOR, "", "sched");
+    job_reason_cleanup(&why);
     if (rc == RC_ECONFLICT || rc == RC_ENOTFOUND)
         return RC_OK; /* cancelled or changed since the snapshot */
     if (rc != RC_OK)
@@ -509,11 +512,16 @@ static enum rc apply_body(void *arg)
     rc = lock_decided_jobs(c, d);
     for (size_t i = 0; rc == RC_OK && i < d->npreemptions; i++) {
         const struct sched_preemption *pe = &d->preemptions[i];
-        char reason[128];
-        snprintf(reason, sizeof(reason), "preempted for job %lld (%s)", (long long)pe->for_job_id,
-                 pe->reason == SCHED_PREEMPT_QUOTA ? "team quota" : "least attained service");
-        rc = db_job_transition(c, pe->job_id, running, "RESTARTING", reason, SCHED_ACTOR, "",
-                               "sched");
+        int quota = pe->reason == SCHED_PREEMPT_QUOTA;
+        struct job_reason why;
+        job_reason_init(&why, RSN_PREEMPTED,
+                        json_pack("{s:I,s:s}", "for_job_id", (json_int_t)pe->for_job_id, "why",
+                                  quota ? "team_quota" : "least_attained_service"),
+                        "preempted for job %lld (%s)", (long long)pe->for_job_id,
+                        quota ? "team quota" : "least attained service");
+        rc =
+            db_job_transition(c, pe->job_id, running, "RESTARTING", &why, SCHED_ACTOR, "", "sched");
+        job_reason_cleanup(&why);
         if (rc == RC_ECONFLICT || rc == RC_ENOTFOUND) {
             rc = RC_OK;
             continue;

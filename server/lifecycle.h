@@ -23,23 +23,27 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "job_reason.h"
 
-/* The attempt's ranks failed (or were lost): end it and decide the job's
- * fate. counts: whether this failure uses up one of max_restarts. */
-enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id, const char *reason,
-                                 int counts, const char *actor, const char *req_id) TY_WUR;
+/* The attempt's ranks failed (or were lost) for cause (borrowed): end it and
+ * decide the job's fate, a "restarting" or "failed_no_restarts" reason
+ * wrapping cause. counts: whether this failure uses up one of max_restarts. */
+enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id,
+                                 const struct job_reason *cause, int counts, const char *actor,
+                                 const char *req_id) TY_WUR;
 
 /*
  * The attempt could not run for a reason that repeats on every attempt (a
  * worker's deterministic "failure", docs/agent-protocol.md: exec_failed,
  * path_refused, script_not_found): end it and fail the job at once, whatever
- * restarts are left, with reason and cause (borrowed) in the job event, the
- * audit event and the job.failed webhook. A job being cancelled becomes
- * CANCELLED instead; a job already ended is left alone.
+ * restarts are left, with cause and failure (the worker's code; borrowed)
+ * in the job event ("failed_for_good"), the audit event and the job.failed
+ * webhook. A job being cancelled becomes CANCELLED instead; a job already
+ * ended is left alone.
  */
 enum rc lifecycle_attempt_failed_for_good(PGconn *c, int64_t job_id, int64_t attempt_id,
-                                          const char *reason, const char *cause, const char *actor,
-                                          const char *req_id) TY_WUR;
+                                          const struct job_reason *cause, const char *failure,
+                                          const char *actor, const char *req_id) TY_WUR;
 
 /* Every node of the attempt exited 0: the job succeeded. */
 enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_id,
@@ -57,7 +61,7 @@ enum rc lifecycle_attempt_running(PGconn *c, int64_t job_id, int64_t attempt_id,
  * given back.
  */
 enum rc lifecycle_node_lost(PGconn *c, int64_t attempt_id, int64_t job_id, int64_t node_id,
-                            const char *why, int window_s, const char *actor,
+                            const struct job_reason *why, int window_s, const char *actor,
                             const char *req_id) TY_WUR;
 
 /* A job being cancelled whose ranks are all gone becomes CANCELLED. */

@@ -29,7 +29,8 @@ static enum rc handle_lost_node(PGconn *c, const json_t *node, int timeout_s)
     const char *name = json_string_value(json_object_get(node, "node"));
     int64_t node_id = strtoll(json_string_value(json_object_get(node, "node_id")), NULL, 10);
     const json_t *allocs = json_object_get(node, "allocations"), *a;
-    char target[AUDIT_TARGET_SIZE], why[256];
+    char target[AUDIT_TARGET_SIZE];
+    struct job_reason why;
     json_t *d = json_pack("{s:s,s:s,s:s}", "from", "ready", "to", "down", "reason",
                           "no heartbeat within the node timeout");
     struct audit_event ev = {"system:monitor", "", "node.state", target, "success", d};
@@ -40,15 +41,17 @@ static enum rc handle_lost_node(PGconn *c, const json_t *node, int timeout_s)
     if (rc == RC_OK)
         rc = audit_append(c, &ev, "monitor");
     json_decref(d);
-    snprintf(why, sizeof(why), "node %s lost (no heartbeat)", name);
+    job_reason_init(&why, RSN_NODE_LOST, json_pack("{s:s}", "node", name),
+                    "node %s lost (no heartbeat)", name);
     json_array_foreach(allocs, i, a)
     {
         int64_t attempt = strtoll(json_string_value(json_object_get(a, "attempt_id")), NULL, 10);
         int64_t job = strtoll(json_string_value(json_object_get(a, "job_id")), NULL, 10);
         if (rc == RC_OK)
-            rc = lifecycle_node_lost(c, attempt, job, node_id, why, timeout_s + 5, "system:monitor",
-                                     "monitor");
+            rc = lifecycle_node_lost(c, attempt, job, node_id, &why, timeout_s + 5,
+                                     "system:monitor", "monitor");
     }
+    job_reason_cleanup(&why);
     return rc;
 }
 

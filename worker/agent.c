@@ -60,6 +60,7 @@ struct qitem {
     char attempt_id[WRK_ID_MAX + 1];
     int is_cancel;
     char reason[256]; /* refusal */
+    const char *code; /* refusal: its RSN_* code (static) */
     json_t *networks; /* owned; the assignment's "allowed_networks", or NULL */
 };
 
@@ -537,6 +538,7 @@ static void handle_assignments(struct agent *a, const json_t *resp)
             if (nets != NULL && q->networks == NULL) {
                 /* Refused rather than run with fewer networks than asked. */
                 snprintf(q->reason, sizeof(q->reason), "out of memory on the node");
+                q->code = RSN_NODE_OUT_OF_MEMORY;
                 wrk_assignment_free(as);
             } else {
                 q->a = as;
@@ -546,6 +548,7 @@ static void handle_assignments(struct agent *a, const json_t *resp)
                      e.message);
             snprintf(q->attempt_id, sizeof(q->attempt_id), "%s", bad_id);
             snprintf(q->reason, sizeof(q->reason), "%s", e.message);
+            q->code = RSN_ASSIGNMENT_INVALID;
         } else {
             LOG_WARN("agent", "invalid assignment without an attempt id", "error=\"%s\"",
                      e.message);
@@ -626,17 +629,28 @@ static enum rc post_fn(void *ctx, const char *path, const json_t *body, long *st
 /* ---- launching ---- */
 
 /*
- * Report an attempt that did not start: every rank -1, the reason, and when
- * the cause is deterministic (cause.h; NULL otherwise) the failure the server
+ * Report an attempt that did not start: every rank -1, the reason as text and
+ * as code (an RSN_* constant) with params (taken; NULL = {}), and when the
+ * cause is deterministic (cause.h; NULL otherwise) the failure the server
  * fails the job on without a restart. detail (may be NULL) names what failed.
  */
 static void refuse_cause(struct agent *a, const char *attempt_id, const struct wrk_assignment *as,
-                         const char *reason, const char *cause, const char *detail)
+                         const char *code, json_t *params, const char *reason, const char *cause,
+                         const char *detail)
 {
     struct wrk_exit_report r;
+    char *ps;
+
     memset(&r, 0, sizeof(r));
     snprintf(r.attempt_id, sizeof(r.attempt_id), "%s", attempt_id);
     snprintf(r.reason, sizeof(r.reason), "%s", reason);
+    snprintf(r.reason_code, sizeof(r.reason_code), "%s", code);
+    ps = params != NULL ? json_dumps(params, JSON_COMPACT) : NULL;
+    /* Too long for the report: the code alone (the text still says it all). */
+    snprintf(r.reason_params, sizeof(r.reason_params), "%s",
+             ps != NULL && strlen(ps) < sizeof(r.reason_params) ? ps : "{}");
+    free(ps);
+    json_decref(params);
     if (cause != NULL) {
         snprintf(r.failure, sizeof(r.failure), "%s", cause);
         snprintf(r.failure_detail, sizeof(r.failure_detail), "%s", detail ? detail : "");
@@ -655,9 +669,15 @@ static void refuse_cause(struct agent *a, const char *attempt_id, const struct w
 }
 
 static void refuse(struct agent *a, const char *attempt_id, const struct wrk_assignment *as,
-                   const char *reason)
+                   const char *code, json_t *params, const char *reason)
 {
-    refuse_cause(a, attempt_id, as, reason, NULL, NULL);
+    refuse_cause(a, attempt_id, as, code, params, reason, NULL, NULL);
+}
+
+/* {"detail": text}, for a refusal whose words are all it has. */
+static json_t *detail_params(const char *text)
+{
+    return json_pack("{s:s}", "detail", text);
 }
 
 /*
@@ -879,7 +899,8 @@ static int refuse_missing_script(struct agent *a, const struct wrk_assignment *a
     pathpol_quote(script, strlen(script), q, sizeof(q));
     snprintf(reason, sizeof(reason), "the script \"%s\" does not exist%s", q,
              script[0] == '/' ? "" : " in the working directory");
-    refuse_cause(a, as->attempt_id, as, reason, WRK_CAUSE_SCRIPT_NOT_FOUND, q);
+    refuse_cause(a, as->attempt_id, as, RSN_SCRIPT_NOT_FOUND, json_pack("{s:s}", "script", q),
+                 reason, WRK_CAUSE_SCRIPT_NOT_FOUND, q);
     return 1;
 }
 
@@ -899,26 +920,28 @@ static void launch(struct agent *a, struct wrk_assignment *as, const json_t *net
     if (wrk_launcher_has(a->launcher, as->attempt_id))
         return; /* delivered twice */
     if (a->draining) {
-        refuse(a, as->attempt_id, as, "node is draining");
+        refuse(a, as->attempt_id, as, RSN_NODE_DRAINING, NULL, "node is draining");
         return;
     }
     /* In an isolated single-node attempt the port is in a fresh namespace. */
     if (as->node_rank == 0 && !(isolated && as->nnodes == 1) && !port_free(as->master_port)) {
         snprintf(reason, sizeof(reason), "rendezvous port %d is in use on this node",
                  as->master_port);
-        refuse(a, as->attempt_id, as, reason);
+        refuse(a, as->attempt_id, as, RSN_RENDEZVOUS_PORT_BUSY,
+               json_pack("{s:i}", "port", as->master_port), reason);
         return;
     }
     rc = check_paths(a, as, work, ckpt, reason, sizeof(reason));
     if (rc == RC_EPOLICY) { /* the same paths are refused on every attempt */
         const char *prefix = "policy violation: ";
         size_t n = strlen(prefix);
-        refuse_cause(a, as->attempt_id, as, reason, WRK_CAUSE_PATH_REFUSED,
-                     strncmp(reason, prefix, n) == 0 ? reason + n : reason);
+        const char *what = strncmp(reason, prefix, n) == 0 ? reason + n : reason;
+        refuse_cause(a, as->attempt_id, as, RSN_PATH_REFUSED, detail_params(what), reason,
+                     WRK_CAUSE_PATH_REFUSED, what);
         return;
     }
     if (rc != RC_OK) {
-        refuse(a, as->attempt_id, as, reason);
+        refuse(a, as->attempt_id, as, RSN_PREPARE_FAILED, detail_params(reason), reason);
         return;
     }
     if (refuse_missing_script(a, as, work))
@@ -927,12 +950,13 @@ static void launch(struct agent *a, struct wrk_assignment *as, const json_t *net
     if ((as->launcher == WRK_LAUNCH_DEEPSPEED || as->ds_config != NULL) &&
         write_file_atomic(ds_path, as->ds_config ? as->ds_config : wrk_default_ds_config(), 0640) !=
             RC_OK) {
-        refuse(a, as->attempt_id, as, "cannot write ds_config.json");
+        refuse(a, as->attempt_id, as, RSN_PREPARE_FAILED,
+               detail_params("cannot write ds_config.json"), "cannot write ds_config.json");
         return;
     }
     snprintf(master, sizeof(master), "%s", as->master_addr);
     if (isolated && isolate_prepare(a->cfg->work_dir, as) != RC_OK) {
-        refuse(a, as->attempt_id, as, "out of memory");
+        refuse(a, as->attempt_id, as, RSN_NODE_OUT_OF_MEMORY, NULL, "out of memory");
         return;
     }
     memset(&o, 0, sizeof(o));
@@ -943,13 +967,15 @@ static void launch(struct agent *a, struct wrk_assignment *as, const json_t *net
     o.hostname = isolated && as->nnodes == 1 ? "127.0.0.1" : a->addr;
     o.ds_config_path = ds_path;
     if (wrk_plan_build(as, &o, &plan, &e) != RC_OK) {
-        refuse(a, as->attempt_id, as, e.message[0] ? e.message : "cannot build the launch plan");
+        const char *m = e.message[0] ? e.message : "cannot build the launch plan";
+        refuse(a, as->attempt_id, as, RSN_PREPARE_FAILED, detail_params(m), m);
         return;
     }
     /* Never launched unisolated: a namespace that cannot be made refuses the attempt. */
     if (isolated && isolate_setup(a->cfg->work_dir, as, master, networks, ns_path, sizeof(ns_path),
                                   &e) != RC_OK) {
-        refuse(a, as->attempt_id, as, e.message[0] ? e.message : "network isolation failed");
+        const char *m = e.message[0] ? e.message : "network isolation failed";
+        refuse(a, as->attempt_id, as, RSN_ISOLATION_FAILED, detail_params(m), m);
         wrk_plan_free(plan);
         return;
     }
@@ -966,7 +992,9 @@ static void launch(struct agent *a, struct wrk_assignment *as, const json_t *net
              as->attempt_id, as->job_id, wrk_launcher_name(as->launcher), plan->nprocs, isolated);
     if (wrk_launcher_start(a->launcher, &req, &e) != RC_OK) {
         int for_good = strcmp(e.code, WRK_CAUSE_EXEC_FAILED) == 0;
-        refuse_cause(a, as->attempt_id, as, e.message[0] ? e.message : "cannot start the ranks",
+        const char *m = e.message[0] ? e.message : "cannot start the ranks";
+        refuse_cause(a, as->attempt_id, as, for_good ? RSN_EXEC_FAILED : RSN_SPAWN_FAILED,
+                     detail_params(e.detail[0] ? e.detail : m), m,
                      for_good ? WRK_CAUSE_EXEC_FAILED : NULL, e.detail);
         if (isolated)
             wrk_netns_teardown(a->cfg->work_dir, as->attempt_id);
@@ -995,7 +1023,8 @@ static void drain_queue(struct agent *a)
         } else if (q->a != NULL) {
             launch(a, q->a, q->networks);
         } else {
-            refuse(a, q->attempt_id, NULL, q->reason);
+            refuse(a, q->attempt_id, NULL, q->code != NULL ? q->code : RSN_ASSIGNMENT_INVALID,
+                   detail_params(q->reason), q->reason);
         }
         wrk_assignment_free(q->a);
         json_decref(q->networks);

@@ -78,6 +78,8 @@ struct lattempt {
     int killed;          /* SIGKILL sent */
     int64_t all_done_ms; /* when the last process ended; 0 before */
     char reason[256];
+    char reason_code[RSN_CODE_MAX + 1]; /* with reason: common/reason_codes.h */
+    char reason_params[96];             /* with reason: a JSON object of integers */
     int adopted;
 };
 
@@ -116,14 +118,18 @@ static void signal_proc(const struct lproc *p, int sig)
 }
 
 /* Under mu: SIGTERM the live processes and arm the SIGKILL. */
-static void terminate_locked(struct lattempt *a, const char *reason, int grace_s)
+static void terminate_locked(struct lattempt *a, const char *code, const char *params,
+                             const char *reason, int grace_s)
 {
     if (a->terminating)
         return;
     a->terminating = 1;
     a->kill_at_ms = mono_ms() + (int64_t)(grace_s >= 0 ? grace_s : a->grace_s) * 1000;
-    if (a->reason[0] == '\0')
+    if (a->reason[0] == '\0') {
         snprintf(a->reason, sizeof(a->reason), "%s", reason);
+        snprintf(a->reason_code, sizeof(a->reason_code), "%s", code);
+        snprintf(a->reason_params, sizeof(a->reason_params), "%s", params);
+    }
     for (size_t i = 0; i < a->nprocs; i++)
         if (!a->procs[i].done)
             signal_proc(&a->procs[i], SIGTERM);
@@ -231,12 +237,15 @@ static void read_fd(struct wrk_launcher *l, struct lattempt *a, struct lproc *p,
 
 static void fail_reason(struct lattempt *a, const struct lproc *p)
 {
-    char r[128];
-    if (p->signal != 0)
+    char r[128], params[96];
+    if (p->signal != 0) {
         snprintf(r, sizeof(r), "rank %d killed by signal %d", p->rank, p->signal);
-    else
+        snprintf(params, sizeof(params), "{\"rank\":%d,\"signal\":%d}", p->rank, p->signal);
+    } else {
         snprintf(r, sizeof(r), "rank %d exited with %d", p->rank, p->exit_code);
-    terminate_locked(a, r, -1);
+        snprintf(params, sizeof(params), "{\"rank\":%d,\"exit_code\":%d}", p->rank, p->exit_code);
+    }
+    terminate_locked(a, p->signal != 0 ? RSN_RANK_SIGNALLED : RSN_RANK_EXITED, params, r, -1);
 }
 
 static void check_attempt_locked(struct lattempt *a, int64_t now)
@@ -280,7 +289,7 @@ static void check_attempt_locked(struct lattempt *a, int64_t now)
             all_done = 0;
     }
     if (!all_done && a->deadline_ms > 0 && now >= a->deadline_ms && !a->terminating)
-        terminate_locked(a, "time limit exceeded", -1);
+        terminate_locked(a, RSN_TIME_LIMIT_EXCEEDED, "{}", "time limit exceeded", -1);
     if (!all_done && a->terminating && !a->killed && now >= a->kill_at_ms) {
         a->killed = 1;
         LOG_WARN("launch", "grace period over, killing", "attempt_id=%s", a->attempt_id);
@@ -328,6 +337,8 @@ static void build_report(const struct lattempt *a, struct wrk_exit_report *r)
         }
     }
     snprintf(r->reason, sizeof(r->reason), "%s", a->reason);
+    snprintf(r->reason_code, sizeof(r->reason_code), "%s", a->reason_code);
+    snprintf(r->reason_params, sizeof(r->reason_params), "%s", a->reason_params);
 }
 
 /* ---- the I/O thread ---- */
@@ -708,6 +719,8 @@ enum rc wrk_launcher_adopt(struct wrk_launcher *l, const struct wrk_state_attemp
         p->adopted = 1;
     }
     snprintf(a->reason, sizeof(a->reason), "reattached; exit status unknown");
+    snprintf(a->reason_code, sizeof(a->reason_code), "%s", RSN_EXIT_STATUS_UNKNOWN);
+    snprintf(a->reason_params, sizeof(a->reason_params), "{}");
     pthread_mutex_lock(&l->mu);
     a->next = l->head;
     l->head = a;
@@ -728,7 +741,7 @@ int wrk_launcher_cancel(struct wrk_launcher *l, const char *attempt_id, const ch
         found = 1;
         if (a->adopted && strcmp(a->reason, "reattached; exit status unknown") == 0)
             a->reason[0] = '\0';
-        terminate_locked(a, reason, -1);
+        terminate_locked(a, RSN_STOPPED_BY_SERVER, "{}", reason, -1);
     }
     pthread_mutex_unlock(&l->mu);
     return found;
@@ -740,7 +753,7 @@ void wrk_launcher_cancel_all(struct wrk_launcher *l, const char *reason, int gra
     for (struct lattempt *a = l->head; a != NULL; a = a->next) {
         if (a->adopted && strcmp(a->reason, "reattached; exit status unknown") == 0)
             a->reason[0] = '\0';
-        terminate_locked(a, reason, grace_s);
+        terminate_locked(a, RSN_WORKER_SHUTDOWN, "{}", reason, grace_s);
     }
     pthread_mutex_unlock(&l->mu);
 }

@@ -28,6 +28,7 @@
 #include "assign.h"
 #include "cause.h"
 #include "err.h"
+#include "reason_codes.h"
 #include "state.h"
 
 /* Longest line handed to on_line; longer lines arrive in pieces. */
@@ -51,6 +52,11 @@ struct wrk_exit_report {
      * else "": the server then fails the job without a restart. */
     char failure[WRK_CAUSE_MAX + 1];
     char failure_detail[256]; /* what failed: the program, path or script (ASCII) */
+    /* The reason as a code (common/reason_codes.h) and its parameters, a
+     * JSON object text, for the server's job event; "" when every rank
+     * exited 0 (docs/job-reasons.md). */
+    char reason_code[RSN_CODE_MAX + 1];
+    char reason_params[640];
 };
 
 struct wrk_launcher_cb {

@@ -262,7 +262,7 @@ void wrk_shipper_started(struct wrk_shipper *s, const char *attempt_id, int node
 void wrk_shipper_exit(struct wrk_shipper *s, const struct wrk_exit_report *r)
 {
     json_t *ranks = json_array();
-    json_t *failure = NULL;
+    json_t *failure = NULL, *params = NULL;
 
     for (size_t i = 0; ranks != NULL && i < r->nranks; i++) {
         const struct wrk_exit_rank *x = &r->ranks[i];
@@ -277,9 +277,18 @@ void wrk_shipper_exit(struct wrk_shipper *s, const struct wrk_exit_report *r)
     /* A deterministic cause (cause.h): the server fails the job without a restart. */
     if (r->failure[0] != '\0')
         failure = json_pack("{s:s, s:s}", "code", r->failure, "detail", r->failure_detail);
+    /* The reason's code and params (docs/job-reasons.md), when it has one. */
+    if (r->reason_code[0] != '\0') {
+        params = json_loads(r->reason_params[0] ? r->reason_params : "{}", 0, NULL);
+        if (!json_is_object(params)) {
+            json_decref(params);
+            params = json_object();
+        }
+    }
     push_report(s, IT_EXIT, r->attempt_id,
-                json_pack("{s:i, s:o*, s:s, s:o*}", "node_rank", r->node_rank, "ranks", ranks,
-                          "reason", r->reason, "failure", failure));
+                json_pack("{s:i, s:o*, s:s, s:o*, s:s*, s:o*}", "node_rank", r->node_rank, "ranks",
+                          ranks, "reason", r->reason, "failure", failure, "reason_code",
+                          r->reason_code[0] ? r->reason_code : NULL, "reason_params", params));
 }
 
 uint64_t wrk_shipper_dropped(struct wrk_shipper *s)
