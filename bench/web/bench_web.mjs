@@ -49,13 +49,13 @@ async function main() {
   const points = await count();
   t.diagnostic(`job ${jobId} holds ${points} metric points`);
 
-  // 1,000 jobs in the list: they stay queued (64 GPUs, more than the node
-  // has), so the worker does not run them during the measurements.
+  // 1,000 jobs in the list: each wants both GPUs of the node and sleeps,
+  // so one runs and the rest stay queued while we measure.
   for (let i = 0; i < 1000; i += 50) {
     await page.evaluate(async ([from, csrf]) => {
       await Promise.all(Array.from({ length: 50 }, (_, k) => fetch('/api/v1/jobs', {
         method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
-        body: JSON.stringify({ name: 'bench-list-' + (from + k), team: 'default', command: ['/bin/true'], resources: { gpus: 64 }, priority: 'low' }),
+        body: JSON.stringify({ name: 'bench-list-' + (from + k), team: 'default', command: ['/bin/sleep', '3600'], resources: { gpus: 2 }, priority: 'low' }),
       })));
     }, [i, await page.evaluate(() => sessionStorage.getItem('ty.csrf'))]);
   }

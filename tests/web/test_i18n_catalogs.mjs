@@ -2,7 +2,8 @@
 // agree: the same keys, sorted (so that two branches adding keys for
 // different pages merge without conflicts), the same {variables} in both
 // texts of a key, no empty text, and every literal key the code asks for
-// (t('x.y'), t(`x.y`)) exists. No server or browser needed.
+// (t('x.y'), t(`x.y`)) exists, and every API error code of
+// docs/error-codes.json has a text. No server or browser needed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -29,6 +30,22 @@ test('zh-CN and en have the same keys, sorted, with the same variables', () => {
     for (const k of keys) assert.ok(typeof c[k] === 'string' && c[k].trim() !== '', `${name}: ${k} is empty`);
   }
   for (const k of Object.keys(zh)) assert.deepEqual(vars(zh[k]), vars(en[k]), `variables of ${k} differ`);
+});
+
+// docs/error-codes.json (the server's list, checked against the server by
+// tests/lint_codes.py): every code has its text, every example field a name.
+test('every API error code and example field has its text', () => {
+  const codes = JSON.parse(fs.readFileSync(path.join(WEB, '..', 'docs', 'error-codes.json'), 'utf8')).codes;
+  const zh = load('zh-CN');
+  const missing = [];
+  for (const [code, c] of Object.entries(codes)) {
+    if (!(`error.code.${code}` in zh)) missing.push(`error.code.${code}`);
+    for (const f of c.field_examples || []) {
+      const k = 'field.' + f.replace(/\[\d+\]/g, '');
+      if (!/^params\./.test(f) && !(k in zh)) missing.push(k);
+    }
+  }
+  assert.deepEqual(missing, []);
 });
 
 test('every literal key the code uses is in the catalogs', () => {

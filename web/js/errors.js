@@ -19,6 +19,8 @@ export function fieldKey(field) {
 }
 
 export function fieldLabel(field) {
+  const m = String(field || '').match(/^params\.(\w+)$/);
+  if (m) return t('field.param_named', { name: m[1] });
   const k = fieldKey(field);
   return has(k) ? t(k) : String(field);
 }
