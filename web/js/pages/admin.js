@@ -301,16 +301,26 @@ export function render(main, ctx) {
     cells: (x) => {
       let act;
       if (x.state !== 'pending') act = x.decided_by ? h('span', { class: 'small muted' }, t('admin.decided_by', { user: x.decided_by, time: fmtTime(x.decided_at) })) : '';
-      else if (String(x.requested_by_id) === String(me.id)) act = h('span', { class: 'small own-request' }, t('admin.own_request'));
-      else {
+      else if (String(x.requested_by_id) === String(me.id)) {
+        // Four eyes: another admin decides; withdrawing (deny) one's own is allowed.
+        const wd = h('button', { type: 'button', class: 'small-btn', 'data-action': 'withdraw', 'aria-label': t('admin.withdraw_named', { id: x.id }) }, t('admin.withdraw'));
+        wd.addEventListener('click', async () => {
+          wd.disabled = true;
+          try { await post(`/exports/${encodeURIComponent(x.id)}/deny`, { note: 'withdrawn' }); okBox(eMsg, t('admin.withdrawn', { id: x.id })); loadExports(); }
+          catch (e) { showError(eMsg, e); wd.disabled = false; }
+        });
+        act = h('div', { class: 'row-actions' }, h('span', { class: 'small own-request' }, t('admin.own_request')), wd);
+      } else {
         const note = input('note-' + x.id, 'note', { class: 'narrow-wide', 'aria-label': t('admin.note_for', { id: x.id }), placeholder: t('admin.note') });
         const ok = h('button', { type: 'button', class: 'small-btn primary', 'data-action': 'approve', 'aria-label': t('admin.approve_named', { id: x.id }) }, t('admin.approve'));
         const no = h('button', { type: 'button', class: 'small-btn danger', 'data-action': 'deny', 'aria-label': t('admin.deny_named', { id: x.id }) }, t('admin.deny'));
         const decide = async (what) => {
           ok.disabled = no.disabled = true;
           try {
-            await post(`/exports/${encodeURIComponent(x.id)}/${what}`, note.value.trim() ? { note: note.value.trim() } : {});
-            okBox(eMsg, t(what === 'approve' ? 'admin.approved' : 'admin.denied', { id: x.id }));
+            const r = await post(`/exports/${encodeURIComponent(x.id)}/${what}`, note.value.trim() ? { note: note.value.trim() } : {});
+            const url = r && r.download_url ? new URL(r.download_url, location.origin).href : '';
+            okBox(eMsg, t(what === 'approve' ? 'admin.approved' : 'admin.denied', { id: x.id }),
+              url ? [h('div', { class: 'small' }, t('admin.link_once')), h('pre', { class: 'cmd', id: 'export-link' }, url), copyButton(() => url, t('admin.copy_link'))] : null);
             loadExports();
           } catch (e) { showError(eMsg, e); ok.disabled = no.disabled = false; }
         };
