@@ -71,7 +71,7 @@ export function render(main, ctx) {
   const older = h('button', { type: 'button', id: 'audit-older' }, t('audit.older'));
   const first = h('button', { type: 'button', id: 'audit-first' }, t('audit.newest'));
   // cursors[i] is the cursor that loaded page i ("" for the newest page).
-  let cursors = [''], next = null, seq = 0;
+  let cursors = [''], next = null, seq = 0, loads = 0;
   let query = {};
 
   async function loadPage(i) {
@@ -98,10 +98,24 @@ export function render(main, ctx) {
     } catch (e) {
       if (alive && my === seq) showError(msg, e, filters);
     } finally {
-      if (my === seq) tb.el.removeAttribute('aria-busy');
+      if (my === seq) {
+        tb.el.removeAttribute('aria-busy');
+        tb.el.setAttribute('data-loads', String(++loads)); // for tests and bench/web: a page came
+      }
     }
   }
   let page = 0;
+  // Jump: the page that starts at event #N (keyset: the events below N+1).
+  const jumpId = input('audit-jump', 'cursor', { type: 'number', min: 1, class: 'narrow' });
+  const jump = h('form', { class: 'inline-form jump' }, field(t('audit.jump'), jumpId),
+    h('button', { type: 'submit' }, t('audit.go')));
+  jump.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const n = Math.floor(Number(jumpId.value));
+    if (!(n >= 1)) { showError(msg, { code: 'invalid_argument', field: 'cursor' }, jump); return; }
+    cursors = ['', String(n + 1)];
+    loadPage(1);
+  });
   older.addEventListener('click', () => { if (next) loadPage(page + 1); });
   newer.addEventListener('click', () => { if (page > 0) loadPage(page - 1); });
   first.addEventListener('click', () => loadPage(0));
@@ -186,7 +200,7 @@ export function render(main, ctx) {
   main.append(h('div', { class: 'page-head' }, h('h1', null, t('nav.audit'))),
     card(t('audit.chain'), chainBox, h('div', { class: 'foot' }, verifyBtn), h('h3', null, t('audit.checkpoints')), cpMsg, cpTable.el, h('div', { class: 'foot' }, cpMore)),
     card(t('audit.events'), filters, h('div', { class: 'toolbar' }, violations), msg, tb.el,
-      h('nav', { class: 'foot pager', 'aria-label': t('audit.pages') }, first, newer, older, pageInfo)),
+      h('nav', { class: 'foot pager', 'aria-label': t('audit.pages') }, first, newer, older, pageInfo), jump),
     card(t('audit.export'), h('p', { class: 'muted small' }, t('audit.export_help')), exportForm, h('div', { class: 'actions' }, xLink, keyBtn), xMsg,
       h('h3', null, t('audit.offline')), h('ol', { class: 'steps' },
         h('li', null, t('audit.step_download')), h('li', null, t('audit.step_key')),
