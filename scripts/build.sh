@@ -10,3 +10,8 @@ step_init build build-release/log
 step --live deps scripts/deps.sh build
 step configure env CC="${CC:-clang}" cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release
 step --live build cmake --build build-release -j"$(nproc)"
+# The dashboard's third-party code (ECharts), pinned by the lock file; the
+# server serves it at /vendor/ and packages copy web/ with it (web/README.md).
+if [ -f web/vendor/package-lock.json ]; then
+  step vendor npm ci --prefix web/vendor --no-audit --no-fund
+fi

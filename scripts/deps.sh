@@ -10,13 +10,15 @@ set -euo pipefail
 
 want=(build-essential clang cmake pkg-config make
       libmicrohttpd-dev libpq-dev libjansson-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
-      postgresql python3 clang-format curl ca-certificates)
+      postgresql python3 clang-format curl ca-certificates nodejs npm)
 case "${1:-build}" in
-  # The browser tests (tests/web) drive Chromium with playwright-core from npm.
+  # Every set-up installs the dashboard's third-party code (web/vendor) with
+  # npm, hence nodejs and npm above. The browser tests (tests/web) drive
+  # Chromium with playwright-core from npm.
   # The example training scripts (tests/integration/test_examples.py) learn
   # real data that packages ship: sklearn's digits and fortunes-zh's text.
   test) want+=(python3-torch python3-torchvision python3-sklearn python3-pil fortunes-zh
-               iproute2 nftables chromium fonts-noto-cjk nodejs npm) ;;
+               iproute2 nftables chromium fonts-noto-cjk) ;;
   bench) want+=(python3-torch wrk nginx-light slurmctld slurmd slurm-client munge) ;;
 esac
 

@@ -13,7 +13,8 @@
 #   TRAINYARD_LISTEN         the server's address and port (0.0.0.0:8080)
 #   TRAINYARD_PG_PORT        the managed PostgreSQL's port (54329)
 #   TRAINYARD_RUN_BUILD_DIR  an existing build to run (tests: the ASan build);
-#                            then nothing is installed or built
+#                            then nothing is installed or built (web/vendor
+#                            included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -30,6 +31,10 @@ if [ -z "$build" ]; then
   build="build-release"
   step configure env CC="${CC:-clang}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF
   step --live build cmake --build "$build" -j"$(nproc)" --target trainyard-server trainyard-worker trainyard
+  # The dashboard's third-party code (ECharts), served at /vendor/.
+  if [ -f web/vendor/package-lock.json ]; then
+    step vendor npm ci --prefix web/vendor --no-audit --no-fund
+  fi
 fi
 
 chmod 755 "$var"

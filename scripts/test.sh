@@ -14,7 +14,11 @@ step_init test "$build/log"
 step --live deps scripts/deps.sh test
 step configure env CC="${CC:-clang}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON -DWERROR=ON
 step --live build cmake --build "$build" -j"$(nproc)"
-# The browser tests' npm packages (playwright-core), pinned by the lock file.
+# The dashboard's third-party code (ECharts; web/vendor/, served at /vendor/)
+# and the browser tests' npm packages (playwright-core), pinned by their lock files.
+if [ -f web/vendor/package-lock.json ]; then
+  step vendor npm ci --prefix web/vendor --no-audit --no-fund
+fi
 if [ -f tests/web/package-lock.json ]; then
   step npm npm ci --prefix tests/web --no-audit --no-fund
 fi

@@ -127,7 +127,7 @@ expect_step run postgres 1 "$r/var/log/postgres.log" "stub pg failure"
 fresh_repo
 run_script "test.sh, PostgreSQL fails" test.sh STUB_PG_FAIL=1
 expect_step test postgres 1 "$r/build/log/postgres.log" "stub pg failure"
-grep -q '^npm' <<<"$calls" && fail "npm ran without tests/web/package-lock.json: $calls"
+grep -q '^npm' <<<"$calls" && fail "npm ran without a package-lock.json: $calls"
 
 fresh_repo
 mkdir -p "$r/tests/web"
@@ -137,6 +137,20 @@ expect_step test npm 1 "$r/build/log/npm.log" "npm ERR! stub npm failure"
 grep -qxF "npm ci --prefix tests/web --no-audit --no-fund" <<<"$calls" ||
   fail "want npm ci --prefix tests/web --no-audit --no-fund: $calls"
 grep -q '^pg.sh start' <<<"$calls" && fail "started PostgreSQL after npm failed: $calls"
+
+# The dashboard's vendor code: npm ci in web/vendor when its lock file is
+# there, before anything is started (each script that installs it).
+for s in run:var/log build:build-release/log test:build/log; do
+  who=${s%%:*}
+  fresh_repo
+  mkdir -p "$r/web/vendor"
+  echo '{}' >"$r/web/vendor/package-lock.json"
+  run_script "$who.sh, vendor npm ci fails" "$who.sh"
+  expect_step "$who" vendor 1 "$r/${s#*:}/vendor.log" "npm ERR! stub npm failure"
+  grep -qxF "npm ci --prefix web/vendor --no-audit --no-fund" <<<"$calls" ||
+    fail "want npm ci --prefix web/vendor --no-audit --no-fund: $calls"
+  grep -q '^pg.sh start' <<<"$calls" && fail "started PostgreSQL after npm failed: $calls"
+done
 
 fresh_repo
 run_script "test.sh, ctest fails" test.sh

@@ -36,7 +36,7 @@ test('every literal key the code uses is in the catalogs', () => {
   const missing = [];
   for (const f of jsFiles(path.join(WEB, 'js'))) {
     const src = fs.readFileSync(f, 'utf8');
-    for (const m of src.matchAll(/\bt\(\s*(['"`])([a-z][\w-]*(?:\.[\w-]+)+)\1/g))
+    for (const m of src.matchAll(/\bt\(\s*(['"`])([a-z][\w-]*(?:\.[\w-]+)+)\1\s*[,)]/g))
       if (!(m[2] in zh)) missing.push(`${path.relative(WEB, f)}: ${m[2]}`);
   }
   assert.deepEqual(missing, []);

@@ -103,8 +103,10 @@ async function route() {
   const main = $('main');
   replace(main);
   main.setAttribute('aria-busy', 'true');
+  delete main.dataset.loaded;
   const ctx = makeCtx({
     me: state.me, params: m.params, query: m.query,
+    loaded() { if (!ctx.left) main.dataset.loaded = '1'; },
     signedIn(me) { state.me = me; location.hash = takeAfter(); },
   });
   state.ctx = ctx;

@@ -12,6 +12,8 @@
 //                     an EventSource on /api/v1 + url whose JSON events go to
 //                     the handlers; closed on leaving or by the returned close()
 //   ctx.onLeave(fn)   fn() when the user leaves
+//   ctx.loaded()      the page has drawn its first data: sets <main
+//                     data-loaded>, which the browser tests and bench wait for
 //
 // Everything here is single-threaded browser code: no locking.
 

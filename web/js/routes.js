@@ -14,9 +14,10 @@
 // Nav entries appear in the order of this list.
 export const ROUTES = [
   { path: '/login', module: 'login.js', open: true },
+  { path: '/overview', module: 'overview.js', nav: 'overview' },
+  { path: '/wizard', module: 'wizard.js', nav: 'wizard' },
   { path: '/jobs', module: 'jobs.js', nav: 'jobs' },
   { path: '/jobs/:id', module: 'job.js', nav: 'jobs' },
-  { path: '/submit', module: 'submit.js', nav: 'submit' },
   { path: '/queue', module: 'queue.js', nav: 'queue' },
   { path: '/nodes', module: 'nodes.js', nav: 'nodes' },
   { path: '/admin', module: 'admin.js', nav: 'admin', roles: ['admin'] },
@@ -25,4 +26,4 @@ export const ROUTES = [
 ];
 
 // The page a signed-in user lands on.
-export const HOME = '#/jobs';
+export const HOME = '#/overview';
