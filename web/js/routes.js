@@ -18,9 +18,11 @@ export const ROUTES = [
   { path: '/wizard', module: 'wizard.js', nav: 'wizard' },
   { path: '/jobs', module: 'jobs.js', nav: 'jobs' },
   { path: '/jobs/:id', module: 'job.js', nav: 'jobs' },
+  { path: '/queue', module: 'queue.js', nav: 'queue' },
   { path: '/nodes', module: 'nodes.js', nav: 'nodes' },
   { path: '/admin', module: 'admin.js', nav: 'admin', roles: ['admin'] },
   { path: '/audit', module: 'audit.js', nav: 'audit', roles: ['admin', 'auditor'] },
+  { path: '/account', module: 'account.js', nav: 'account' },
 ];
 
 // The page a signed-in user lands on.
