@@ -265,6 +265,23 @@ test('the user path: sign in, wizard, job page, logs, cancel, clone, policy, lan
       assert.equal((await page.textContent('#start-training')).trim(), 'Start training');
     }
   }
+  // The sign-in page, signed out, in both languages and widths.
+  const anon = await newPage(stack);
+  await anon.goto(base);
+  for (const lang of ['zh-CN', 'en']) {
+    await anon.waitForSelector('main[data-loaded] #login-user');
+    assert.equal(await anon.evaluate(() => document.documentElement.lang), lang);
+    for (const [w, hgt] of [[1280, 800], [390, 844]]) {
+      await anon.setViewportSize({ width: w, height: hgt });
+      const bad = await untranslated(anon);
+      if (bad.length) problems.push(`${lang} ${w} login: untranslated ${bad.join(', ')}`);
+      const o = await pageOverflow(anon);
+      if (o.scrollWidth > o.clientWidth || o.wide.length) problems.push(`${lang} ${w} login: scrolls sideways ${JSON.stringify(o)}`);
+      await anon.screenshot({ path: path.join(SHOTS, `user-path-login-${lang}-${w}.png`), fullPage: true });
+    }
+    if (lang === 'zh-CN') { await anon.click('#lang-corner-btn'); await anon.waitForFunction(() => document.documentElement.lang === 'en'); }
+  }
+  assert.deepEqual(anon.problems, [], 'the browser reported errors on the sign-in page');
   assert.deepEqual(problems, [], 'language and width walk');
   mark('both languages and widths walked');
 

@@ -52,7 +52,9 @@ export function render(main, ctx) {
   // The state shown is the newest event's: events arrive before the job row
   // is re-read, and a header behind its own timeline is wrong.
   function currentState() {
-    return events.length ? events[events.length - 1].to_state : job && job.state;
+    for (let i = events.length - 1; i >= 0; i--)
+      if ((!events[i].kind || events[i].kind === 'state') && events[i].to_state) return events[i].to_state;
+    return job && job.state;
   }
   function drawHead() {
     const s = currentState();
@@ -93,7 +95,8 @@ export function render(main, ctx) {
       events.push(e);
       timeline.append(h('li', { class: 'tl-' + String(e.to_state || '').toLowerCase() },
         h('span', { class: 'tl-time' }, fmtTime(e.ts)), ' ',
-        e.from_state ? [stateBadge(e.from_state), h('span', { 'aria-label': t('job.to') }, ' → ')] : null, stateBadge(e.to_state), ' ',
+        e.kind && e.kind !== 'state' ? h('span', { class: 'pill' }, t('job.event_' + (e.kind === 'plan' ? 'plan' : 'other')))
+          : [e.from_state ? [stateBadge(e.from_state), h('span', { 'aria-label': t('job.to') }, ' → ')] : null, stateBadge(e.to_state)], ' ',
         h('span', { class: 'tl-reason' }, reasonText(e)),
         e.actor ? h('span', { class: 'muted small' }, ' · ' + e.actor) : null));
     }
