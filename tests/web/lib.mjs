@@ -229,3 +229,22 @@ export const pageOverflow = (page) => page.evaluate(() => {
   }).slice(0, 5).map((e) => `${e.tagName.toLowerCase()}.${e.className} right=${Math.round(e.getBoundingClientRect().right)}`);
   return { scrollWidth: d.scrollWidth, clientWidth: d.clientWidth, wide };
 });
+
+// Controls without an accessible name: inputs, selects and text areas
+// without a <label for>, a wrapping label, aria-label or aria-labelledby;
+// buttons and links without text or aria-label.
+export const unlabeled = (page) => page.evaluate(() => {
+  const bad = [];
+  const visible = (e) => e.getClientRects().length > 0;
+  for (const e of document.querySelectorAll('input:not([type=hidden]), select, textarea')) {
+    if (!visible(e)) continue;
+    const ok = e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') || e.closest('label') ||
+      (e.id && document.querySelector(`label[for="${CSS.escape(e.id)}"]`));
+    if (!ok) bad.push(`${e.tagName.toLowerCase()}#${e.id || '?'}`);
+  }
+  for (const e of document.querySelectorAll('button, a[href]')) {
+    if (!visible(e)) continue;
+    if (!(e.textContent.trim() || e.getAttribute('aria-label'))) bad.push(`${e.tagName.toLowerCase()}.${e.className}`);
+  }
+  return bad;
+});

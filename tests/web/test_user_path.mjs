@@ -20,10 +20,10 @@
 //  7. a dataset the policy refuses shows the error in Chinese, by its code,
 //     on the dataset field, with none of the server's English;
 //  8. leaving a page stops its pollers and streams; a polled table keeps
-//     the focused element (in-place update);
+//     the focused element and a text selection (in-place update);
 //  9. both languages, both widths (1280x800, 390x844): every page of the
-//     user path has no untranslated key and no horizontal scroll, and is
-//     screenshotted; the language choice survives a reload;
+//     user path has no untranslated key, no unlabelled control and no
+//     horizontal scroll, and is screenshotted; the language choice survives a reload;
 // 10. no console or page error all along (except the expected 401 of /me
 //     before signing in, and the 404 of POST /queue/what-if on a server
 //     without the queue forecast), and run.sh stops cleanly.
@@ -32,7 +32,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  SHOTS, JOB_MS, startStack, newPage, signIn, api, headState, untranslated, pageOverflow, waitFor,
+  SHOTS, JOB_MS, startStack, newPage, signIn, api, headState, untranslated, pageOverflow, unlabeled, waitFor,
 } from './lib.mjs';
 
 const ALLOW = ['/api/v1/queue/what-if'];
@@ -224,10 +224,20 @@ test('the user path: sign in, wizard, job page, logs, cancel, clone, policy, lan
   assert.deepEqual(live, { pollers: 1, streams: 0 }, 'only the job list polls after leaving the job page');
   await page.waitForSelector(`tr[data-key="${jobA}"] a`);
   await page.focus(`tr[data-key="${jobA}"] a`);
-  await page.evaluate(() => { document.activeElement.dataset.mark = 'kept'; });
+  await page.evaluate(() => {
+    document.activeElement.dataset.mark = 'kept';
+    // And a text selection in another cell of the same row.
+    const cell = document.activeElement.closest('tr').children[2];
+    const r = document.createRange();
+    r.selectNodeContents(cell);
+    getSelection().removeAllRanges();
+    getSelection().addRange(r);
+  });
+  const selected = await page.evaluate(() => getSelection().toString());
   const stamp = await page.textContent('.foot .muted:last-child');
   await waitFor('a refresh of the job list', 30_000, async () => (await page.textContent('.foot .muted:last-child')) !== stamp, 300);
   assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.dataset.mark), 'kept', 'focus survived the poll');
+  assert.ok(selected.length > 0 && (await page.evaluate(() => getSelection().toString())) === selected, 'the text selection survived the poll');
   mark('pollers and streams stop on leaving; focus survives a poll');
 
   // 9. Both languages and widths: untranslated keys, overflow, screenshots.
@@ -249,6 +259,8 @@ test('the user path: sign in, wizard, job page, logs, cancel, clone, policy, lan
         assert.equal(await page.evaluate(() => document.documentElement.lang), lang);
         const bad = await untranslated(page);
         if (bad.length) problems.push(`${lang} ${w} ${name}: untranslated ${bad.join(', ')}`);
+        const nameless = await unlabeled(page);
+        if (nameless.length) problems.push(`${lang} ${w} ${name}: controls without a label ${nameless.join(', ')}`);
         const o = await pageOverflow(page);
         if (o.scrollWidth > o.clientWidth || o.wide.length) problems.push(`${lang} ${w} ${name}: scrolls sideways ${JSON.stringify(o)}`);
         await page.screenshot({ path: path.join(SHOTS, `user-path-${name}-${lang}-${w}.png`), fullPage: true });

@@ -56,10 +56,18 @@ export function tr(texts) {
 }
 
 // Numbers and times in the page's language.
+// Intl formatters are costly to make (a table of 1,000 rows formats
+// thousands of numbers a poll): one per language and precision.
+const numFormats = new Map();
 export function fmtNum(v, digits) {
   if (typeof v !== 'number' || !isFinite(v)) return '—';
-  const o = digits === undefined ? { maximumSignificantDigits: 5 } : { maximumFractionDigits: digits };
-  return new Intl.NumberFormat(lang, o).format(v);
+  const k = lang + '/' + digits;
+  let f = numFormats.get(k);
+  if (!f) {
+    f = new Intl.NumberFormat(lang, digits === undefined ? { maximumSignificantDigits: 5 } : { maximumFractionDigits: digits });
+    numFormats.set(k, f);
+  }
+  return f.format(v);
 }
 
 export function fmtBytes(n) {

@@ -74,6 +74,9 @@ export function liveTable(opts) {
   const rows = new Map(); // key -> {tr, sigs: []}
   tbody.append(emptyRow);
 
+  // What a cell shows, to compare with the last poll: sig(row) when given
+  // (cheap: give it for cells that build elements), else the cell's text or
+  // HTML.
   function sigOf(c, r) {
     if (c.sig) return String(c.sig(r));
     const v = c.cell(r);
@@ -103,7 +106,10 @@ export function liveTable(opts) {
       if (want !== e.tr) tbody.insertBefore(e.tr, want);
       prev = e.tr;
     }
-    for (const [k, e] of rows) if (!seen.has(k)) { e.tr.remove(); rows.delete(k); }
+    // Rows filtered out are detached but kept (a cleared search brings them
+    // back without rebuilding them), until there are far more than shown.
+    for (const [k, e] of rows) if (!seen.has(k) && e.tr.parentNode) e.tr.remove();
+    if (rows.size > Math.max(5000, 4 * list.length)) for (const k of [...rows.keys()]) if (!seen.has(k)) rows.delete(k);
     if (list.length) emptyRow.remove(); else if (!emptyRow.parentNode) tbody.append(emptyRow);
   }
   return { el, update, tbody };

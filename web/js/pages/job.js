@@ -10,7 +10,7 @@
 // stream ends with the job. Everything stops when the user leaves.
 import { get, post, qs } from '../api.js';
 import { h, replace, fmtTime, stateBadge } from '../dom.js';
-import { t, fmtNum, fmtBytes } from '../i18n.js';
+import { t, has, fmtNum, fmtBytes } from '../i18n.js';
 import { errorBox, liveTable, section, TERMINAL } from '../ui.js';
 import { reasonText } from '../errors.js';
 import { liveChart } from '../chart.js';
@@ -119,8 +119,10 @@ export function render(main, ctx) {
   ctx.onLeave(() => { lossChart.dispose(); tpChart.dispose(); });
   const latest = {};
   async function loadMetrics() {
-    for (let round = 0; round < 20; round++) { // up to 100,000 points a poll
-      const r = await get(base + '/metrics' + qs({ after: lastMetricId || '', limit: 5000 }));
+    for (let round = 0; round < 11; round++) { // up to 202,000 points a poll
+      // A small first page, so the first point shows soon; then big ones.
+      const limit = lastMetricId ? 20000 : 2000;
+      const r = await get(base + '/metrics' + qs({ after: lastMetricId || '', limit }));
       const ms = r.metrics || [];
       if (ctx.left) return;
       const lp = [], tp = [];
@@ -137,7 +139,7 @@ export function render(main, ctx) {
       }
       if (lp.length) lossChart.push(lp);
       if (tp.length) tpChart.push(tp);
-      if (ms.length < 5000) break;
+      if (ms.length < limit) break;
     }
     replace(latestBox, Object.entries(latest).map(([k, v]) => h('span', { class: 'pill' }, k + ' = ' + fmtNum(v))));
   }
@@ -267,11 +269,16 @@ export function render(main, ctx) {
   function drawPvm() {
     const p = job.predicted_vs_measured;
     if (!p || typeof p !== 'object') { replace(pvmBox, h('p', { class: 'muted' }, t('job.no_pvm'))); return; }
-    const rows = Array.isArray(p) ? p.map((x) => [x.name, x]) : Object.entries(p).filter(([, v]) => v && typeof v === 'object');
+    // Each size {predicted, measured, error_pct}; gpu_mem_peak is one per rank.
+    const rows = [];
+    for (const [k, v] of Object.entries(p)) {
+      if (Array.isArray(v)) for (const x of v) rows.push([t('job.pvm_gpu_peak', { rank: x.rank }), x]);
+      else if (v && typeof v === 'object') rows.push([has('job.pvm_' + k) ? t('job.pvm_' + k) : k, v]);
+    }
     replace(pvmBox, h('div', { class: 'table-wrap' }, h('table', null,
       h('thead', null, h('tr', null, [t('job.pvm_what'), t('job.pvm_pred'), t('job.pvm_meas'), t('job.pvm_err')].map((x) => h('th', { scope: 'col' }, x)))),
       h('tbody', null, rows.map(([k, v]) => h('tr', null,
-        h('td', null, t('job.pvm_' + k) !== 'job.pvm_' + k ? t('job.pvm_' + k) : k),
+        h('td', null, k),
         h('td', { class: 'num' }, fmtBytes(v.predicted)), h('td', { class: 'num' }, fmtBytes(v.measured)),
         h('td', { class: 'num' }, typeof v.error_pct === 'number' ? fmtNum(v.error_pct, 1) + ' %' : '—')))))));
   }
@@ -280,7 +287,7 @@ export function render(main, ctx) {
     columns: [
       { label: t('job.step'), cell: (c) => fmtNum(c.step), class: 'num' },
       { label: t('job.attempt'), cell: (c) => c.attempt, class: 'num' },
-      { label: t('job.path'), cell: (c) => h('code', { class: 'wrap' }, c.path) },
+      { label: t('job.path'), cell: (c) => h('code', null, c.path) },
       { label: t('job.time'), cell: (c) => fmtTime(c.created_at), class: 'nowrap' },
     ],
   });
@@ -300,7 +307,7 @@ export function render(main, ctx) {
   const exportTb = liveTable({
     caption: t('job.exports'), key: (x) => x.id, empty: t('job.no_exports'),
     columns: [
-      { label: t('job.path'), cell: (x) => h('code', { class: 'wrap' }, x.path) },
+      { label: t('job.path'), cell: (x) => h('code', null, x.path) },
       { label: t('job.export_state'), cell: (x) => h('span', { class: 'badge export-' + x.state }, t('job.export_' + x.state)), sig: (x) => x.state },
       { label: t('job.export_by'), cell: (x) => x.requested_by || x.user || '' },
       { label: t('job.time'), cell: (x) => fmtTime(x.created_at), class: 'nowrap' },
@@ -329,12 +336,14 @@ export function render(main, ctx) {
   let lastRead = false;
   async function refresh() {
     try {
+      // Metrics first: the chart's first point should not wait for the rest.
+      const metricsP = loadMetrics();
       const [j, ev] = await Promise.all([get(base), get(base + '/events')]);
       if (ctx.left) return;
       job = j;
       drawEvents(ev.events || []);
       drawHead(); drawSummary(); drawRestarts(); drawPvm(); drawNccl();
-      await Promise.all([loadMetrics(), loadGpus(),
+      await Promise.all([metricsP, loadGpus(),
         get(base + '/checkpoints').then((r) => { if (!ctx.left) ckptTb.update(r.checkpoints || []); }),
         loadExports().catch(() => {})]);
       replace(msg);

@@ -25,12 +25,12 @@ export function render(main, ctx) {
     columns: [
       { label: t('jobs.id'), cell: (j) => h('a', { href: '#/jobs/' + j.id }, j.id), sig: (j) => j.id },
       { label: t('jobs.name'), cell: (j) => h('a', { href: '#/jobs/' + j.id }, j.name), sig: (j) => j.name },
-      { label: t('jobs.team'), cell: (j) => j.team },
-      { label: t('jobs.user'), cell: (j) => j.user },
+      { label: t('jobs.team'), cell: (j) => j.team, sig: (j) => j.team },
+      { label: t('jobs.user'), cell: (j) => j.user, sig: (j) => j.user },
       { label: t('jobs.state'), cell: (j) => stateBadge(j.state), sig: (j) => j.state },
-      { label: t('jobs.gpus'), cell: (j) => fmtNum(j.gpus), class: 'num' },
-      { label: t('jobs.restarts'), cell: (j) => `${j.restarts ?? 0} / ${j.max_restarts ?? 0}`, class: 'num' },
-      { label: t('jobs.created'), cell: (j) => fmtTime(j.created_at), class: 'nowrap' },
+      { label: t('jobs.gpus'), cell: (j) => fmtNum(j.gpus), sig: (j) => j.gpus, class: 'num' },
+      { label: t('jobs.restarts'), cell: (j) => `${j.restarts ?? 0} / ${j.max_restarts ?? 0}`, sig: (j) => `${j.restarts}/${j.max_restarts}`, class: 'num' },
+      { label: t('jobs.created'), cell: (j) => fmtTime(j.created_at), sig: (j) => j.created_at, class: 'nowrap' },
     ],
   });
 
