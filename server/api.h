@@ -46,6 +46,7 @@ enum rc api_job_events(struct srv_req *req);
 enum rc api_job_cancel(struct srv_req *req);
 
 enum rc api_node_list(struct srv_req *req);
+enum rc api_overview(struct srv_req *req);
 enum rc api_template_list(struct srv_req *req);
 enum rc api_advisor(struct srv_req *req);
 enum rc api_template_get(struct srv_req *req);

@@ -454,8 +454,8 @@ enum rc api_agent_heartbeat(struct srv_req *req)
         return srv_fail(req, RC_EINVAL, "draining", "draining must be a boolean");
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
-    rc = db_node_heartbeat(req->db, req->who.node_id, gpus, json_is_true(dr), old, now, sizeof(old),
-                           req->req_id);
+    rc = db_node_heartbeat(req->db, req->who.node_id, gpus, req->app->cfg->gpu_idle_util_pct,
+                           json_is_true(dr), old, now, sizeof(old), req->req_id);
     if (rc == RC_OK)
         rc = audit_node_state(req, old, now,
                               json_is_true(dr) ? "worker is draining" : "heartbeat after silence");

@@ -10,6 +10,7 @@
 #include "api_util.h"
 #include "app.h"
 #include "db.h"
+#include "db_jobs.h"
 #include "db_nodes.h"
 #include "templates.h"
 
@@ -33,6 +34,36 @@ enum rc api_node_list(struct srv_req *req)
     if (rc != RC_OK)
         return rc;
     return srv_reply(req, 200, json_pack("{s:o}", "nodes", rows));
+}
+
+/*
+ * What the dashboard's overview shows, in one call (web/README.md "Server
+ * contract for the app"): the cluster's GPUs by node, the queue by team, the
+ * allocated GPUs idle below gpu_idle_util_pct for gpu_idle_min_s, and the
+ * caller's 10 newest jobs (as GET /jobs?user=ME&limit=10 would list them).
+ * Any signed-in user: like GET /nodes, the cluster view shows every GPU's
+ * job id and team, nothing more of another team's job.
+ */
+enum rc api_overview(struct srv_req *req)
+{
+    const struct srv_config *cfg = req->app->cfg;
+    struct db_job_filter f = {0};
+    json_t *out = NULL, *mine = NULL;
+    enum rc rc =
+        db_overview(req->db, cfg->gpu_idle_util_pct, cfg->gpu_idle_min_s, &out, req->req_id);
+
+    f.user = req->who.username;
+    f.limit = 10;
+    if (req->who.role == SRV_ROLE_MEMBER)
+        f.member_of = req->who.user_id;
+    if (rc == RC_OK)
+        rc = db_job_list(req->db, &f, &mine, req->req_id);
+    if (rc != RC_OK) {
+        json_decref(out);
+        return rc;
+    }
+    json_object_set_new(out, "my_recent_jobs", mine);
+    return srv_reply(req, 200, out);
 }
 
 /* The strategy advisor (docs/advisor.md): a plan for the request, nothing

@@ -71,6 +71,8 @@ static const struct opt opts[] = {
     I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
     I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
     I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
+    I(gpu_idle_util_pct, 1, 100, "an allocated GPU below this utilization (%) counts as idle"),
+    I(gpu_idle_min_s, 1, 7 * 86400, "seconds an allocated GPU must stay idle to be flagged"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -98,6 +100,8 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->audit_checkpoint_interval_s = 3600;
     cfg->export_link_ttl_s = 86400;
     cfg->webhook_timeout_ms = 5000;
+    cfg->gpu_idle_util_pct = 80;
+    cfg->gpu_idle_min_s = 3600;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

@@ -42,6 +42,8 @@ struct srv_config {
     char audit_key_path[SRV_CFG_STR]; /* Ed25519 audit signing key (default in data_dir) */
     int audit_checkpoint_interval_s;  /* seconds between signed checkpoints of the audit chain */
     int export_link_ttl_s;            /* lifetime of a one-time export download link */
+    int gpu_idle_util_pct;            /* GET /overview: idle below this utilization, % */
+    int gpu_idle_min_s;               /* ... for at least this long, seconds */
     int webhook_timeout_ms;           /* one webhook request, all of it; its lease follows */
     char templates_dir[SRV_CFG_STR];  /* job template files (templates.h); "" = none */
     char examples_dir[SRV_CFG_STR];   /* the templates' scripts, same path on every node */

@@ -161,24 +161,47 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
     return rc;
 }
 
-enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, int draining,
-                          char *old_state, char *new_state, size_t state_size, const char *req_id)
+enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, int idle_util_pct,
+                          int draining, char *old_state, char *new_state, size_t state_size,
+                          const char *req_id)
 {
-    char id[24];
+    char id[24], pct[16];
     char *stats = dump(gpu_stats);
     const char *p[] = {id, stats ? stats : "[]", draining ? "true" : "false"};
     PGresult *r;
     enum rc rc;
 
     db_i64(node_id, id, sizeof(id));
+    snprintf(pct, sizeof(pct), "%d", idle_util_pct);
     r = db_exec(c,
                 "UPDATE nodes n SET last_seen_at = now(), gpu_stats = $2::jsonb, state = CASE "
                 "WHEN $3::boolean AND n.state <> 'down' THEN 'draining' WHEN n.state = 'down' "
                 "THEN 'ready' ELSE n.state END FROM nodes o WHERE n.id = $1 AND o.id = n.id "
                 "RETURNING o.state, n.state",
                 3, p);
-    free(stats);
     rc = node_states(r, old_state, new_state, state_size, req_id);
+    /* The samples, and how long each allocated GPU has been below the idle
+     * line (GET /api/v1/overview, "idle_allocated"). A sample that is not
+     * numbers is skipped, never an error: the heartbeat matters more. */
+    if (rc == RC_OK) {
+        const char *q[] = {id, p[1], pct};
+        rc = db_exec_ok(
+            c, req_id,
+            "UPDATE gpus g SET util_pct = s.util, mem_used_mb = s.mem, low_util_since = CASE "
+            "WHEN s.util < $3::int AND a.attempt_id IS NOT NULL THEN CASE WHEN "
+            "g.low_util_attempt = a.attempt_id THEN coalesce(g.low_util_since, now()) ELSE now() "
+            "END END, low_util_attempt = CASE WHEN s.util < $3::int THEN a.attempt_id END FROM "
+            "(SELECT (e->>'index')::numeric AS idx, least(greatest((e->>'util_pct')::numeric, "
+            "0), 100)::int AS util, CASE WHEN jsonb_typeof(e->'mem_used_mb') = 'number' AND "
+            "abs((e->>'mem_used_mb')::numeric) < 1e15 THEN (e->>'mem_used_mb')::numeric::bigint "
+            "END AS mem FROM jsonb_array_elements(CASE WHEN jsonb_typeof($2::jsonb) = 'array' "
+            "THEN $2::jsonb ELSE '[]' END) e WHERE jsonb_typeof(e) = 'object' AND "
+            "jsonb_typeof(e->'index') = 'number' AND jsonb_typeof(e->'util_pct') = 'number') s "
+            "LEFT JOIN allocations a ON a.node_id = $1 AND a.released_at IS NULL AND s.idx = "
+            "ANY(a.gpu_indices) WHERE g.node_id = $1 AND g.idx = s.idx",
+            3, q);
+    }
+    free(stats);
     return rc;
 }
 

@@ -42,9 +42,13 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
 /*
  * Record a heartbeat: last seen, GPU stats; a down node becomes ready again,
  * draining=1 makes a ready node draining. old/new state for the audit.
+ * Each GPU of gpu_stats ({"index", "util_pct", "mem_used_mb"}; other shapes
+ * are skipped) keeps its sample, and low_util_since (sql/011_overview.sql)
+ * starts, goes on or stops by whether it is allocated and below
+ * idle_util_pct.
  */
-enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, int draining,
-                          char *old_state, char *new_state, size_t state_size,
+enum rc db_node_heartbeat(PGconn *c, int64_t node_id, const json_t *gpu_stats, int idle_util_pct,
+                          int draining, char *old_state, char *new_state, size_t state_size,
                           const char *req_id) TY_WUR;
 
 /* Set a node's state (admin drain/undrain); RC_ENOTFOUND if missing.

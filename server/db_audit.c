@@ -156,30 +156,45 @@ enum rc audit_list(PGconn *conn, const char *action, const char *actor, const ch
                    const char *since, const char *until, const char *before_id, int limit,
                    json_t **out, const char *req_id)
 {
-    char lim[16];
-    const char *p[7];
+    char lim[16], hi[72];
+    const char *p[9];
+    size_t alen = action != NULL ? strlen(action) : 0;
+    int prefix = alen > 0 && alen < sizeof(hi) && action[alen - 1] == '.';
     PGresult *res;
     enum rc rc;
     json_t *arr = NULL;
 
     snprintf(lim, sizeof(lim), "%d", limit);
-    p[0] = action;
+    /* A prefix "job." is the byte range ["job.", "job/") in the C collation,
+     * which the index on action COLLATE "C" serves (starts_with() is not). */
+    if (prefix) {
+        memcpy(hi, action, alen - 1);
+        hi[alen - 1] = '/';
+        hi[alen] = '\0';
+    }
+    p[0] = prefix ? NULL : action;
     p[1] = actor;
     p[2] = target;
     p[3] = since;
     p[4] = until;
     p[5] = before_id;
     p[6] = lim;
+    p[7] = prefix ? action : NULL;
+    p[8] = prefix ? hi : NULL;
     res = db_exec(
         conn,
         "SELECT id, ts_text AS ts, actor, source, action, target, outcome, "
         "details::jsonb AS details, prev_hash, hash FROM audit_events "
-        "WHERE ($1::text IS NULL OR action = $1 OR (right($1, 1) = '.' AND "
-        "starts_with(action, $1))) AND ($2::text IS NULL OR actor = $2) "
+        "WHERE ($1::text IS NULL OR action = $1) AND ($8::text IS NULL OR (action COLLATE "
+        "\"C\" >= $8 AND action COLLATE \"C\" < $9::text)) AND ($2::text IS NULL OR actor = $2) "
         "AND ($3::text IS NULL OR target = $3) "
-        "AND ($4::timestamptz IS NULL OR ts >= $4) AND ($5::timestamptz IS NULL OR ts < $5) "
+        "AND ($4::timestamptz IS NULL OR (ts >= $4 AND id > coalesce((SELECT e.id FROM "
+        "audit_events e WHERE e.ts < $4::timestamptz - " AUDIT_LIST_SKEW " ORDER BY e.ts DESC "
+        "LIMIT 1), 0))) AND ($5::timestamptz IS NULL OR (ts < $5 AND id < coalesce((SELECT "
+        "e.id FROM audit_events e WHERE e.ts >= $5::timestamptz + " AUDIT_LIST_SKEW " ORDER "
+        "BY e.ts LIMIT 1), 9223372036854775807))) "
         "AND ($6::bigint IS NULL OR id < $6) ORDER BY id DESC LIMIT $7",
-        7, p);
+        9, p);
     rc = db_result_rc(res, req_id);
     if (rc == RC_OK) {
         arr = json_array();

@@ -51,7 +51,15 @@ enum rc audit_append_alone(struct srv_req *req, const char *action, const char *
  * Page through events (newest first) as a JSON array. Filters may be NULL:
  * action (exact or prefix ending in '.'), actor, target, since/until (ISO
  * timestamps), before_id (cursor). limit 1..500. Result new reference.
+ * Keyset paging on id, so a page costs the same at any depth; each filter
+ * walks an index (sql/011, sql/012). A time bound is also turned into an id
+ * bound through the ts index, since ids and timestamps rise together: the
+ * events are stamped under the chain head's lock. That holds to within
+ * AUDIT_LIST_SKEW (replicas whose clocks differ by more could see an event
+ * missing from a time-filtered list, never a wrong one).
  */
+#define AUDIT_LIST_SKEW "interval '1 hour'"
+
 enum rc audit_list(PGconn *conn, const char *action, const char *actor, const char *target,
                    const char *since, const char *until, const char *before_id, int limit,
                    json_t **out, const char *req_id) TY_WUR;

@@ -16,4 +16,21 @@
  * server/topology.h), by name. */
 enum rc db_node_list(PGconn *c, json_t **out, const char *req_id) TY_WUR;
 
+/*
+ * The cluster as the dashboard's overview shows it (GET /api/v1/overview,
+ * web/README.md "Server contract for the app"), into *out (new reference):
+ *   "nodes": each node (id, name, state, site) with "gpus", each GPU's
+ *     index, model, memory_mb, newest util_pct and mem_used_mb and state:
+ *     "down" (its node is down), "busy" (allocated; job_id and team),
+ *     "draining" (free on a draining node) or "free";
+ *   "queue_by_team": per team with waiting jobs (QUEUED or RESTARTING), its
+ *     id, name, jobs and gpus asked, most jobs first;
+ *   "idle_allocated": the allocated GPUs below idle_util_pct for at least
+ *     idle_min_s without a break (node, index, job_id, team, util_pct,
+ *     low_since, low_for_s), longest first.
+ * One consistent snapshot (one statement). Thread-safety: any thread.
+ */
+enum rc db_overview(PGconn *c, int idle_util_pct, int idle_min_s, json_t **out,
+                    const char *req_id) TY_WUR;
+
 #endif

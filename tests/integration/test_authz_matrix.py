@@ -210,6 +210,7 @@ class AuthzMatrixTest(ServerTest):
              [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/me", "/api/v1/me", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/nodes", "/api/v1/nodes", None, [401, 200, 200, 200, 200]),
+            ("GET", "/api/v1/overview", "/api/v1/overview", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/nodes/join-tokens", "/api/v1/nodes/join-tokens", {"uses": 1},
              [401, 403, 403, 403, 201]),
             ("POST", "/api/v1/nodes/{id}/drain", "/api/v1/nodes/%s/drain" % N, None,
