@@ -3,7 +3,8 @@
 // A fresh `make run` style start (scripts/run.sh with a temporary var dir, a
 // free port, its own PostgreSQL on a free port, and the sanitizer build of
 // make test), then as the printed admin on the Chinese (default) page: sign
-// in, open "submit", click the first template, submit, and watch the job
+// in, land on the overview, then three clicks: "start training", the first
+// template card, "start"; and watch the job
 // page until the job SUCCEEDED and its loss chart has every loss point the
 // API holds. Any console error or page error fails the test, except the one
 // 401 of GET /api/v1/me with which the page learns that nobody is signed in.
@@ -182,36 +183,31 @@ test('a new user runs the first template to SUCCEEDED in Chromium after a fresh 
   await page.fill('#login-pass', password);
   signedIn = true;
   await page.click('form.login button[type=submit]');
-  await page.waitForSelector('#nav a[href="#/submit"]');
+  await page.waitForSelector('#start-training');
+  assert.equal(new URL(page.url()).hash, '#/overview', 'signing in lands on the overview');
 
-  // 3. Submit: the first template, in Chinese, with the admin's team.
+  // 3. Three clicks from the overview: "start training", the first template
+  // (in Chinese, with its defaults and the admin's team), "start".
   const templates = await page.evaluate(async () => (await (await fetch('/api/v1/templates')).json()).templates);
   assert.ok(templates.length > 0, 'the server offers no templates');
-  await page.click('#nav a[href="#/submit"]');
-  const first = page.locator('button.tpl').first();
+  await page.click('#start-training');                       // click 1
+  const first = page.locator('button.tpl-card[data-template]').first();
   await first.waitFor();
   assert.equal(await first.getAttribute('data-template'), templates[0].id);
   assert.match(await first.innerText(), new RegExp(templates[0].name['zh-CN'].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
-  // Loaded: a team chosen, or the field saying why there is none.
-  const team = await (await page.waitForFunction(() => {
-    const sel = document.querySelector('#f-team');
-    const why = document.querySelector('#f-team ~ .field-error');
-    return (sel.value || (why && why.textContent)) && { value: sel.value, why: why ? why.textContent : '' };
-  }, null, { timeout: 60_000 })).jsonValue();
-  assert.equal(team.value, 'default', `the team select starts at the admin's team (the page says: ${team.why})`);
-  await first.click();
-  assert.equal(await page.inputValue('#f-command'), templates[0].job.command.join('\n'));
-  assert.ok(path.isAbsolute(templates[0].job.command[1]), 'the script path is absolute');
   await page.screenshot({ path: path.join(SHOTS, 'first-run-2-submit.png'), fullPage: true });
-  await page.click('form button[type=submit].primary');
+  await first.click();                                        // click 2
+  await page.waitForSelector('#wizard-start');
+  assert.equal(await page.inputValue('#w-team'), 'default', "the team select starts at the admin's team");
+  assert.ok(path.isAbsolute(templates[0].job.command[1]), 'the script path is absolute');
+  await page.click('#wizard-start');                          // click 3
   await page.waitForURL(/#\/jobs\/\d+$/);
   const jobId = page.url().match(/#\/jobs\/(\d+)$/)[1];
   mark(`job ${jobId} submitted`);
 
   // 4. The job page: SUCCEEDED, then every loss point of the API on the chart.
   const state = await waitFor('the job to end', JOB_MS, () => page.evaluate(() => {
-    const b = document.querySelector('.page-head .badge');
-    const s = b && b.getAttribute('title');
+    const s = document.querySelector('#job-state') && document.querySelector('#job-state').dataset.state;
     return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(s) && s;
   }), 500);
   if (state !== 'SUCCEEDED') {
@@ -227,8 +223,8 @@ test('a new user runs the first template to SUCCEEDED in Chromium after a fresh 
   const steps = new Set(metrics.metrics.filter((m) => typeof m.values.loss === 'number').map((m) => m.step));
   assert.ok(steps.size > 0, 'the job reported no loss');
   const points = await waitFor(`${steps.size} points on the loss chart`, 30_000, () => page.evaluate(() => {
-    const line = document.querySelector('svg.chart polyline.chart-line');
-    return line ? line.getAttribute('points').trim().split(/\s+/).length : 0;
+    const c = window.__ty && window.__ty.charts && window.__ty.charts.loss;
+    return c && c.drawn > 0 ? c.points : 0;
   }).then((n) => (n === steps.size ? n : 0)), 500);
   assert.equal(points, steps.size);
   await page.screenshot({ path: path.join(SHOTS, 'first-run-3-job.png'), fullPage: true });

@@ -1,59 +1,78 @@
 // app.js - entry point: restores the session, draws the top bar and routes
-// between pages on location.hash (#/jobs, #/jobs/42, #/submit, ...).
-import { api, get, post, setCsrf } from './api.js';
+// between pages on location.hash with the table in routes.js.
+//
+// Start-up: nothing is routed until GET /me has answered, so a hash change
+// while the app is starting only moves location.hash, and the first route()
+// afterwards reads the latest one (the destination is never lost). A page
+// asked for while signed out is remembered in sessionStorage['ty.after'] and
+// opened after signing in.
+//
+// Each route() gets a fresh ctx (ctx.js) whose pollers, streams and leave
+// handlers are all stopped before the next page is drawn; a render that
+// finishes after the user has moved on finds its ctx already left.
+import { api, post, setCsrf } from './api.js';
 import { h, replace } from './dom.js';
 import { initI18n, t, getLang, setLang } from './i18n.js';
-import * as login from './pages/login.js';
-import * as jobs from './pages/jobs.js';
-import * as submit from './pages/submit.js';
-import * as job from './pages/job.js';
-import * as nodes from './pages/nodes.js';
-import * as admin from './pages/admin.js';
-import * as audit from './pages/audit.js';
+import { ROUTES, HOME } from './routes.js';
+import { makeCtx } from './ctx.js';
+import { errorBox } from './ui.js';
 
-const state = { me: null, cleanup: null };
+const state = { me: null, ready: false, ctx: null, gen: 0 };
 const $ = (id) => document.getElementById(id);
 
-const isAdmin = () => state.me && state.me.role === 'admin';
-const canAudit = () => state.me && (state.me.role === 'admin' || state.me.role === 'auditor');
+const compiled = ROUTES.map((r) => {
+  const names = [];
+  const src = r.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:(\w+)/g, (_, n) => { names.push(n); return '([^/]+)'; });
+  return Object.assign({ re: new RegExp('^#' + src + '$'), names }, r);
+});
 
-const routes = [
-  { re: /^#\/login$/, page: login, open: true },
-  { re: /^#\/jobs$/, page: jobs, nav: 'jobs' },
-  { re: /^#\/submit$/, page: submit, nav: 'submit' },
-  { re: /^#\/jobs\/(\d+)$/, page: job, nav: 'jobs' },
-  { re: /^#\/nodes$/, page: nodes, nav: 'nodes' },
-  { re: /^#\/admin$/, page: admin, nav: 'admin', allow: isAdmin },
-  { re: /^#\/audit$/, page: audit, nav: 'audit', allow: canAudit },
-];
+const allowed = (r) => !r.roles || (state.me && r.roles.includes(state.me.role));
 
-function navItems() {
-  const items = [['jobs', '#/jobs'], ['submit', '#/submit'], ['nodes', '#/nodes']];
-  if (isAdmin()) items.push(['admin', '#/admin']);
-  if (canAudit()) items.push(['audit', '#/audit']);
-  return items;
+function match(hash) {
+  const [path, q] = hash.split('?');
+  for (const r of compiled) {
+    const m = path.match(r.re);
+    if (!m) continue;
+    const caps = m.slice(1).map(decodeURIComponent);
+    const params = Object.assign([...caps], Object.fromEntries(r.names.map((n, i) => [n, caps[i]])));
+    return { route: r, params, query: new URLSearchParams(q || '') };
+  }
+  return null;
 }
 
 function drawShell(active) {
   const signedIn = !!state.me;
   $('topbar').hidden = !signedIn;
   $('lang-corner').hidden = signedIn;
-  const langBtnText = getLang() === 'zh-CN' ? 'English' : '中文';
+  const other = getLang() === 'zh-CN' ? 'en' : 'zh-CN';
+  const langText = other === 'en' ? 'English' : '中文';
+  const langLabel = t('nav.lang_switch');
   if (signedIn) {
-    replace($('nav'), navItems().map(([k, href]) =>
-      h('a', { href, class: k === active ? 'active' : '' }, t('nav.' + k))));
+    const seen = new Set();
+    const items = compiled.filter((r) => r.nav && !r.open && allowed(r) && !seen.has(r.nav) && seen.add(r.nav));
+    replace($('nav'), items.map((r) => h('a', {
+      href: r.navTo || '#' + r.path,
+      class: r.nav === active ? 'active' : '',
+      'aria-current': r.nav === active ? 'page' : null,
+    }, t('nav.' + r.nav))));
     replace($('who'), state.me.username, ' · ', t('role.' + state.me.role));
-    $('lang-toggle').textContent = langBtnText;
+    $('lang-toggle').textContent = langText;
+    $('lang-toggle').setAttribute('lang', other);
+    $('lang-toggle').setAttribute('aria-label', langLabel);
     $('logout').textContent = t('nav.logout');
+    $('nav').setAttribute('aria-label', t('nav.main'));
   } else {
-    replace($('lang-corner'), h('button', { type: 'button', class: 'link', onclick: toggleLang }, langBtnText));
+    replace($('lang-corner'), h('button', { type: 'button', class: 'link', id: 'lang-corner-btn', lang: other, 'aria-label': langLabel, onclick: toggleLang }, langText));
   }
+  $('skip').textContent = t('nav.skip');
   document.title = 'trainyard · ' + t('app.title');
 }
 
 async function toggleLang() {
   await setLang(getLang() === 'zh-CN' ? 'en' : 'zh-CN');
   route();
+  const b = $(state.me ? 'lang-toggle' : 'lang-corner-btn');
+  if (b) b.focus();
 }
 
 async function logout() {
@@ -63,39 +82,63 @@ async function logout() {
   location.hash = '#/login';
 }
 
-function route() {
-  if (state.cleanup) { try { state.cleanup(); } catch (_) { /* ignore */ } state.cleanup = null; }
-  const hash = location.hash || '#/jobs';
-  let r = null, m = null;
-  for (const x of routes) { m = hash.match(x.re); if (m) { r = x; break; } }
-  if (!state.me && !(r && r.open)) {
-    sessionStorage.setItem('ty.after', hash === '#/login' ? '#/jobs' : hash);
+function leave() {
+  if (state.ctx) { state.ctx._leave(); state.ctx = null; }
+}
+
+async function route() {
+  if (!state.ready) return; // boot() routes once /me has answered
+  leave();
+  const gen = ++state.gen;
+  const hash = location.hash || HOME;
+  const m = match(hash);
+  if (!state.me && !(m && m.route.open)) {
+    if (hash !== '#/login') sessionStorage.setItem('ty.after', hash);
     location.hash = '#/login';
     return;
   }
-  if (state.me && r && r.open) { location.hash = '#/jobs'; return; }
-  if (!r || (r.allow && !r.allow())) { location.hash = '#/jobs'; return; }
-  drawShell(r.nav);
+  if (state.me && m && m.route.open) { location.hash = takeAfter(); return; }
+  if (!m || !allowed(m.route)) { location.hash = HOME; return; }
+  drawShell(m.route.nav);
   const main = $('main');
   replace(main);
-  const ctx = {
-    me: state.me,
-    params: m.slice(1),
-    signedIn(me) {
-      state.me = me;
-      const after = sessionStorage.getItem('ty.after') || '#/jobs';
-      sessionStorage.removeItem('ty.after');
-      location.hash = after;
-    },
-  };
-  state.cleanup = r.page.render(main, ctx) || null;
+  main.setAttribute('aria-busy', 'true');
+  delete main.dataset.loaded;
+  const ctx = makeCtx({
+    me: state.me, params: m.params, query: m.query,
+    loaded() { if (!ctx.left) main.dataset.loaded = '1'; },
+    signedIn(me) { state.me = me; location.hash = takeAfter(); },
+  });
+  state.ctx = ctx;
+  let mod;
+  try {
+    mod = await import('./pages/' + m.route.module);
+  } catch (e) {
+    if (gen === state.gen) { main.removeAttribute('aria-busy'); replace(main, errorBox({ code: 'page_load' })); }
+    return;
+  }
+  if (gen !== state.gen) return; // the user moved on while the module loaded
+  main.removeAttribute('aria-busy');
+  const cleanup = mod.render(main, ctx);
+  if (typeof cleanup === 'function') ctx.onLeave(cleanup);
+  // Keyboard and screen-reader users land on the new page's heading.
+  const h1 = main.querySelector('h1');
+  if (h1 && !main.contains(document.activeElement)) { h1.tabIndex = -1; h1.focus({ preventScroll: true }); }
+}
+
+function takeAfter() {
+  const after = sessionStorage.getItem('ty.after');
+  sessionStorage.removeItem('ty.after');
+  return after && after !== '#/login' ? after : HOME;
 }
 
 async function boot() {
+  window.addEventListener('hashchange', route);
   await initI18n();
   $('lang-toggle').addEventListener('click', toggleLang);
   $('logout').addEventListener('click', logout);
-  window.addEventListener('hashchange', route);
+  // The skip link must not change the hash (that would route away).
+  $('skip').addEventListener('click', (ev) => { ev.preventDefault(); $('main').focus(); });
   window.addEventListener('ty:unauthorized', () => {
     if (!state.me) return;
     state.me = null;
@@ -110,6 +153,8 @@ async function boot() {
   } catch (_) {
     state.me = null;
   }
+  state.ready = true;
+  document.documentElement.dataset.ready = '1';
   route();
 }
 

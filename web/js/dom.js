@@ -63,6 +63,7 @@ export function fmtTime(s) {
 
 export function stateBadge(state) {
   const s = String(state || '');
+  if (!s) return h('span', { class: 'badge' }, '…');
   const key = 'state.' + s;
   const label = t(key);
   return h('span', { class: 'badge state-' + s.toLowerCase().replace(/[^a-z]/g, ''), title: s }, label === key ? s : label);

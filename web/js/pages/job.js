@@ -1,185 +1,382 @@
-// job.js - one job: state, allocations, events, cancel, logs per rank (paged
-// read, then followed live with EventSource) and the loss curve.
+// job.js - #/jobs/{id}: one job.
+//   header: name, state (from the newest event, so it follows events live),
+//           cancel, resubmit, clone-and-edit (#/wizard?clone=id);
+//   timeline: every event with its reason (by code, in the page's language);
+//   loss and throughput charts (chart.js: live, LTTB-sampled);
+//   logs per rank over SSE: follow / pause, search, download;
+//   the GPUs it holds (utilization, memory), predicted vs measured memory,
+//   checkpoints, restarts and why, the NCCL settings, export requests.
+// Polled every 3 s while the job lives (once more after it ends); the log
+// stream ends with the job. Everything stops when the user leaves.
 import { get, post, qs } from '../api.js';
 import { h, replace, fmtTime, stateBadge } from '../dom.js';
-import { t } from '../i18n.js';
-import { errorBox, poll, table, row, section, TERMINAL } from '../ui.js';
-import { lineChart } from '../chart.js';
+import { t, has, fmtNum, fmtBytes } from '../i18n.js';
+import { errorBox, liveTable, section, TERMINAL } from '../ui.js';
+import { reasonText } from '../errors.js';
+import { liveChart } from '../chart.js';
 
-const MAX_LINES = 5000; // per rank kept in the page
+const MAX_LINES = 20000; // per rank kept in the page
+const SHOW_LINES = 2000; // drawn at once (the newest, or the newest matches)
+const THROUGHPUT = ['samples_per_s', 'samples_per_sec', 'throughput', 'tokens_per_sec', 'tokens_per_s', 'images_per_s', 'it_per_s'];
 
 export function render(main, ctx) {
-  const id = ctx.params[0];
+  const id = ctx.params.id;
   const base = '/jobs/' + id;
-  let job = null, es = null, lastLogId = 0, lastMetricId = 0, ended = false;
-  const metrics = [];           // rows as the API returns them
-  const ranks = new Map();      // rank -> {pre, lines}
-  let shownRank = null;
+  let job = null, lastMetricId = 0, lossRank = null, tpKey = null, ended = false, stopLogs = null;
+  const events = [];
 
+  // ---- header and actions
+  const title = h('h1', null, t('job.title', { id }));
+  const headState = h('span', { id: 'job-state', 'aria-live': 'polite' });
   const msg = h('div');
-  const head = h('div', { class: 'page-head' }, h('h1', null, t('job.title', { id })));
-  const summary = h('div');
-  const allocBox = h('div');
-  const eventsBox = h('div');
-  const chartBox = h('div', { class: 'chart-box' });
-  const latestBox = h('div', { class: 'kv small' });
-  const rankSel = h('select', { id: 'rank-select' });
-  const logStatus = h('span', { class: 'muted small' });
-  const logHolder = h('div', { class: 'log-holder' });
-  const cancelBtn = h('button', { type: 'button', class: 'danger' }, t('job.cancel'));
+  const cancelBtn = h('button', { type: 'button', class: 'danger', id: 'job-cancel' }, t('job.cancel'));
+  const resubmitBtn = h('button', { type: 'button', id: 'job-resubmit' }, t('job.resubmit'));
+  const cloneLink = h('a', { class: 'button', href: '#/wizard?clone=' + encodeURIComponent(id), id: 'job-clone' }, t('job.clone'));
+  const canAct = ctx.me.role !== 'auditor';
 
   cancelBtn.addEventListener('click', async () => {
     if (!window.confirm(t('job.cancel_confirm', { id }))) return;
     cancelBtn.disabled = true;
+    try { await post(base + '/cancel'); replace(msg); await refresh(); }
+    catch (e) { replace(msg, errorBox(e)); cancelBtn.disabled = false; }
+  });
+  resubmitBtn.addEventListener('click', async () => {
+    resubmitBtn.disabled = true;
     try {
-      job = Object.assign(job || {}, await post(base + '/cancel'));
-      replace(msg);
-      drawJob();
-    } catch (e) { replace(msg, errorBox(e)); cancelBtn.disabled = false; }
+      const spec = Object.assign({}, job.spec);
+      const j = await post('/jobs', spec);
+      location.hash = '#/jobs/' + j.id;
+    } catch (e) { replace(msg, errorBox(e)); resubmitBtn.disabled = false; }
   });
 
-  function kv(label, value) { return [h('dt', null, label), h('dd', null, value ?? '')]; }
+  // The state shown is the newest event's: events arrive before the job row
+  // is re-read, and a header behind its own timeline is wrong.
+  function currentState() {
+    for (let i = events.length - 1; i >= 0; i--)
+      if ((!events[i].kind || events[i].kind === 'state') && events[i].to_state) return events[i].to_state;
+    return job && job.state;
+  }
+  function drawHead() {
+    const s = currentState();
+    if (headState.dataset.state !== s) { headState.dataset.state = s || ''; replace(headState, stateBadge(s)); }
+    if (job) replace(title, t('job.title', { id }), ' · ', job.name);
+    const term = TERMINAL.includes(s);
+    cancelBtn.hidden = !canAct || term;
+    resubmitBtn.hidden = !canAct || !term;
+    cloneLink.hidden = !canAct;
+  }
 
-  function drawJob() {
+  // ---- summary
+  const summary = h('dl', { class: 'kv' });
+  function kv(label, value) { return [h('dt', null, label), h('dd', null, value ?? '')]; }
+  function drawSummary() {
     const j = job;
-    replace(head, h('h1', null, t('job.title', { id }), ' · ', j.name), h('div', { class: 'spacer' }),
-      stateBadge(j.state), ctx.me.role !== 'auditor' ? cancelBtn : null);
-    cancelBtn.disabled = cancelBtn.hidden = TERMINAL.includes(j.state);
-    replace(summary, h('dl', { class: 'kv' },
+    const sp = j.spec || {};
+    replace(summary,
       kv(t('jobs.team'), j.team), kv(t('jobs.user'), j.user),
-      kv(t('jobs.state'), stateBadge(j.state)), kv(t('job.reason'), j.reason || '—'),
-      kv(t('job.attempt'), j.attempt), kv(t('jobs.restarts'), `${j.restarts ?? 0} / ${j.max_restarts ?? 0}`),
-      kv(t('jobs.gpus'), j.gpus_per_node ? `${j.gpus} (${t('job.per_node', { n: j.gpus_per_node })})` : j.gpus),
-      kv(t('submit.priority'), t('prio.' + j.priority)),
+      kv(t('jobs.state'), stateBadge(currentState())), kv(t('job.reason'), reasonText(j) || '—'),
+      kv(t('job.attempt'), j.attempt), kv(t('jobs.gpus'), j.gpus_per_node ? `${j.gpus} (${t('job.per_node', { n: j.gpus_per_node })})` : j.gpus),
+      kv(t('job.template'), sp.template || '—'),
+      kv(t('job.strategy'), sp.strategy ? t('wizard.strategy_' + sp.strategy) : '—'),
+      kv(t('job.datasets'), (sp.datasets || []).join(', ') || '—'),
       kv(t('jobs.created'), fmtTime(j.created_at)), kv(t('job.started'), fmtTime(j.started_at) || '—'),
       kv(t('job.finished'), fmtTime(j.finished_at) || '—'),
-      kv(t('submit.command'), h('code', { class: 'wrap' }, j.spec && Array.isArray(j.spec.command) ? j.spec.command.join(' ') : ''))));
-    const allocs = j.allocations || [];
-    replace(allocBox, table([t('job.node'), t('job.node_rank'), t('job.gpu_indices'), t('job.rank_start')],
-      allocs.map((a) => row([a.node, a.node_rank, (a.gpu_indices || []).join(', '), a.rank_start])),
-      { empty: t('job.no_alloc') }));
+      kv(t('job.command'), h('code', { class: 'wrap' }, Array.isArray(sp.command) ? sp.command.join(' ') : '')));
   }
 
-  async function loadJob() {
-    job = await get(base);
-    drawJob();
-    const ev = await get(base + '/events');
-    replace(eventsBox, table([t('job.time'), t('job.from'), t('job.to'), t('job.reason'), t('job.actor')],
-      (ev.events || []).map((e) => row([h('span', { class: 'nowrap' }, fmtTime(e.ts)), e.from_state ? stateBadge(e.from_state) : '—',
-        stateBadge(e.to_state), e.reason || '', e.actor || '']))));
+  // ---- timeline
+  const timeline = h('ol', { class: 'timeline', id: 'timeline' });
+  const seenEvents = new Set();
+  function drawEvents(list) {
+    for (const e of list) {
+      const k = e.id ?? (e.ts + e.to_state);
+      if (seenEvents.has(k)) continue;
+      seenEvents.add(k);
+      events.push(e);
+      timeline.append(h('li', { class: 'tl-' + String(e.to_state || '').toLowerCase() },
+        h('span', { class: 'tl-time' }, fmtTime(e.ts)), ' ',
+        e.kind && e.kind !== 'state' ? h('span', { class: 'pill' }, t('job.event_' + (e.kind === 'plan' ? 'plan' : 'other')))
+          : [e.from_state ? [stateBadge(e.from_state), h('span', { 'aria-label': t('job.to') }, ' → ')] : null, stateBadge(e.to_state)], ' ',
+        h('span', { class: 'tl-reason' }, reasonText(e)),
+        e.actor ? h('span', { class: 'muted small' }, ' · ' + e.actor) : null));
+    }
   }
 
+  // ---- restarts
+  const restartsBox = h('div');
+  function drawRestarts() {
+    const rs = events.filter((e) => e.to_state === 'RESTARTING');
+    replace(restartsBox, h('p', null, t('job.restarts_used', { n: job.restarts ?? 0, max: job.max_restarts ?? 0 })),
+      rs.length ? h('ul', null, rs.map((e) => h('li', null, fmtTime(e.ts), ' · ', reasonText(e)))) : h('p', { class: 'muted' }, t('job.no_restarts')));
+  }
+
+  // ---- charts
+  const lossEl = h('div', { class: 'chart-box', id: 'chart-loss' });
+  const tpEl = h('div', { class: 'chart-box', id: 'chart-throughput' });
+  const latestBox = h('div', { class: 'small' });
+  const lossChart = liveChart(lossEl, { name: 'loss', xLabel: t('job.step'), yLabel: t('job.loss'), label: t('job.loss_chart'), empty: t('job.no_metrics') });
+  const tpChart = liveChart(tpEl, { name: 'throughput', xLabel: t('job.step'), yLabel: t('job.throughput'), label: t('job.throughput_chart'), empty: t('job.no_throughput') });
+  ctx.onLeave(() => { lossChart.dispose(); tpChart.dispose(); });
+  const latest = {};
   async function loadMetrics() {
-    const r = await get(base + '/metrics' + qs({ after: lastMetricId || '', limit: 20000 }));
-    for (const m of r.metrics || []) { metrics.push(m); lastMetricId = Math.max(lastMetricId, Number(m.id) || 0); }
-    drawMetrics();
-  }
-
-  function drawMetrics() {
-    // Loss per step; with several ranks reporting, the lowest rank wins; a
-    // later attempt overwrites an earlier one at the same step.
-    const byStep = new Map();
-    const latest = {};
-    let minRank = Infinity;
-    for (const m of metrics) if (m.values && typeof m.values.loss === 'number') minRank = Math.min(minRank, m.rank ?? 0);
-    for (const m of metrics) {
-      const v = m.values || {};
-      for (const [k, x] of Object.entries(v)) if (typeof x === 'number') latest[k] = x;
-      if (typeof v.loss === 'number' && (m.rank ?? 0) === minRank && typeof m.step === 'number') byStep.set(m.step, v.loss);
+    for (let round = 0; round < 11; round++) { // up to 202,000 points a poll
+      // A small first page, so the first point shows soon; then big ones.
+      const limit = lastMetricId ? 20000 : 2000;
+      const r = await get(base + '/metrics' + qs({ after: lastMetricId || '', limit }));
+      const ms = r.metrics || [];
+      if (ctx.left) return;
+      const lp = [], tp = [];
+      for (const m of ms) {
+        lastMetricId = Math.max(lastMetricId, Number(m.id) || 0);
+        const v = m.values || {};
+        for (const [k, x] of Object.entries(v)) if (typeof x === 'number') latest[k] = x;
+        if (typeof m.step !== 'number') continue;
+        // With several ranks reporting, the lowest one is drawn.
+        const rank = m.rank ?? 0;
+        if (typeof v.loss === 'number') { if (lossRank === null || rank < lossRank) lossRank = rank; if (rank === lossRank) lp.push([m.step, v.loss]); }
+        if (!tpKey) tpKey = THROUGHPUT.find((k) => typeof v[k] === 'number') || null;
+        if (tpKey && typeof v[tpKey] === 'number' && rank === (lossRank ?? rank)) tp.push([m.step, v[tpKey]]);
+      }
+      if (lp.length) lossChart.push(lp);
+      if (tp.length) tpChart.push(tp);
+      if (ms.length < limit) break;
     }
-    const pts = [...byStep.entries()].sort((a, b) => a[0] - b[0]);
-    if (!pts.length) replace(chartBox, h('p', { class: 'muted' }, t('job.no_metrics')));
-    else replace(chartBox, lineChart(pts, { xLabel: t('job.step'), yLabel: 'loss' }));
-    replace(latestBox, Object.entries(latest).map(([k, v]) =>
-      h('span', { class: 'pill' }, k + ' = ' + (Number.isInteger(v) ? v : Number(v.toPrecision(5))))));
+    replace(latestBox, Object.entries(latest).map(([k, v]) => h('span', { class: 'pill' }, k + ' = ' + fmtNum(v))));
   }
 
-  function rankBox(rank) {
-    if (!ranks.has(rank)) {
-      const pre = h('pre', { class: 'log', hidden: true });
-      ranks.set(rank, { pre, lines: 0 });
-      logHolder.append(pre);
-      const opts = [...ranks.keys()].sort((a, b) => a - b);
+  // ---- logs
+  const ranks = new Map(); // rank -> {lines: [{text, err}], pre}
+  let shownRank = null, following = true, pending = 0, lastLogId = 0, search = '';
+  const rankSel = h('select', { id: 'rank-select' });
+  const followBtn = h('button', { type: 'button', id: 'log-follow', 'aria-pressed': 'true' }, t('job.pause'));
+  const findInput = h('input', { type: 'search', id: 'log-search', placeholder: t('job.search_ph') });
+  const findCount = h('span', { class: 'muted small', id: 'log-matches', 'aria-live': 'polite' });
+  const dlBtn = h('button', { type: 'button', id: 'log-download' }, t('job.download'));
+  const logStatus = h('span', { class: 'muted small', id: 'log-status', 'aria-live': 'polite' });
+  const pre = h('pre', { class: 'log', id: 'log', tabindex: 0, 'aria-label': t('job.logs') });
+
+  function rankOf(r) {
+    if (!ranks.has(r)) {
+      ranks.set(r, { lines: [] });
       const cur = shownRank;
-      replace(rankSel, opts.map((r) => h('option', { value: r }, t('job.rank', { n: r }))));
-      if (cur === null) showRank(rank); else rankSel.value = String(cur);
+      replace(rankSel, [...ranks.keys()].sort((a, b) => a - b).map((x) => h('option', { value: x }, t('job.rank', { n: x }))));
+      if (cur === null) { shownRank = r; rankSel.value = String(r); } else rankSel.value = String(cur);
     }
-    return ranks.get(rank);
+    return ranks.get(r);
   }
-
-  function showRank(rank) {
-    shownRank = rank;
-    rankSel.value = String(rank);
-    for (const [r, b] of ranks) b.pre.hidden = r !== rank;
-    const b = ranks.get(rank);
-    if (b) b.pre.scrollTop = b.pre.scrollHeight;
+  function lineNode(l) { return l.err ? h('span', { class: 'stderr' }, l.text) : document.createTextNode(l.text); }
+  function redrawLog() {
+    const b = ranks.get(shownRank);
+    const lines = b ? b.lines : [];
+    const q = search.toLowerCase();
+    const list = q ? lines.filter((l) => l.text.toLowerCase().includes(q)) : lines;
+    replace(pre, list.slice(-SHOW_LINES).map(lineNode));
+    replace(findCount, q ? t('job.matches', { n: list.length }) : '');
+    pending = 0;
+    if (following) pre.scrollTop = pre.scrollHeight;
   }
-  rankSel.addEventListener('change', () => showRank(Number(rankSel.value)));
-
-  function addLine(l) {
-    const idn = Number(l.id) || 0;
-    if (idn && idn <= lastLogId) return;
-    if (idn) lastLogId = idn;
-    const b = rankBox(Number(l.rank) || 0);
-    const pre = b.pre;
-    const atBottom = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 24;
-    let text = String(l.text ?? '');
-    if (!text.endsWith('\n')) text += '\n';
-    if (l.stream === 'stderr') pre.append(h('span', { class: 'stderr' }, text));
-    else pre.append(document.createTextNode(text));
-    if (++b.lines > MAX_LINES) { pre.removeChild(pre.firstChild); b.lines--; }
-    if (atBottom && !pre.hidden) pre.scrollTop = pre.scrollHeight;
+  function addLines(ls) {
+    let touched = false;
+    for (const l of ls) {
+      const idn = Number(l.id) || 0;
+      if (idn && idn <= lastLogId) continue;
+      if (idn) lastLogId = idn;
+      let text = String(l.text ?? '');
+      if (!text.endsWith('\n')) text += '\n';
+      const b = rankOf(Number(l.rank) || 0);
+      const line = { text, err: l.stream === 'stderr' };
+      b.lines.push(line);
+      if (b.lines.length > MAX_LINES) b.lines.splice(0, b.lines.length - MAX_LINES);
+      if ((Number(l.rank) || 0) !== shownRank) continue;
+      if (!following) { pending++; continue; }
+      if (search && !text.toLowerCase().includes(search.toLowerCase())) continue;
+      pre.append(lineNode(line));
+      touched = true;
+    }
+    if (touched) {
+      while (pre.childNodes.length > SHOW_LINES) pre.removeChild(pre.firstChild);
+      pre.scrollTop = pre.scrollHeight;
+      if (search) replace(findCount, t('job.matches', { n: ranks.get(shownRank).lines.filter((l) => l.text.toLowerCase().includes(search.toLowerCase())).length }));
+    }
+    if (pending) replace(logStatus, t('job.paused_new', { n: pending }));
   }
+  rankSel.addEventListener('change', () => { shownRank = Number(rankSel.value); redrawLog(); });
+  followBtn.addEventListener('click', () => {
+    following = !following;
+    followBtn.setAttribute('aria-pressed', String(following));
+    replace(followBtn, t(following ? 'job.pause' : 'job.follow'));
+    replace(logStatus, t(following ? (ended ? 'job.log_done' : 'job.following') : 'job.paused'));
+    if (following) redrawLog();
+  });
+  findInput.addEventListener('input', () => { search = findInput.value; redrawLog(); });
+  dlBtn.addEventListener('click', () => {
+    const b = ranks.get(shownRank);
+    const blob = new Blob([(b ? b.lines : []).map((l) => l.text).join('')], { type: 'text/plain;charset=utf-8' });
+    const a = h('a', { href: URL.createObjectURL(blob), download: `job-${id}-rank-${shownRank ?? 0}.log` });
+    document.body.append(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 0);
+  });
 
-  async function loadLogs() {
+  async function startLogs() {
     try {
-      const r = await get(base + '/logs' + qs({ limit: 1000 }));
-      for (const l of r.logs || []) addLine(l);
+      const r = await get(base + '/logs' + qs({ limit: 5000 }));
+      if (ctx.left) return;
+      addLines(r.logs || []);
       if (!ranks.size) replace(logStatus, t('job.no_logs'));
-    } catch (e) { replace(logStatus, e.message); }
-    follow();
+    } catch (e) { replace(logStatus, errorBox(e)); }
+    if (TERMINAL.includes(currentState())) { ended = true; replace(logStatus, t('job.log_done')); return; }
+    stopLogs = ctx.stream(base + '/logs' + qs({ follow: 1, after: lastLogId || '' }), {
+      log: (l) => addLines([l]),
+      end: (d, _ev, close) => {
+        ended = true;
+        close();
+        replace(logStatus, t('job.log_end', { state: t('state.' + (d && d.state)) }));
+        refresh();
+      },
+    }, { onState: (s) => { if (!ended && following) replace(logStatus, t(s === 'open' ? 'job.following' : 'job.reconnecting')); } });
   }
 
-  function follow() {
-    if (ended) return;
-    es = new EventSource('/api/v1' + base + '/logs' + qs({ follow: 1, after: lastLogId || '' }));
-    es.addEventListener('open', () => replace(logStatus, t('job.following')));
-    es.addEventListener('log', (ev) => {
-      try { addLine(JSON.parse(ev.data)); replace(logStatus, t('job.following')); } catch (_) { /* skip a bad event */ }
-    });
-    es.addEventListener('end', (ev) => {
-      ended = true;
-      let st = '';
-      try { st = JSON.parse(ev.data).state; } catch (_) { /* none */ }
-      replace(logStatus, t('job.log_end', { state: st }));
-      es.close();
-    });
-    es.addEventListener('error', () => { if (!ended) replace(logStatus, t('job.reconnecting')); });
+  // ---- GPUs, predicted vs measured, checkpoints, NCCL, exports
+  const gpuTb = liveTable({
+    caption: t('job.gpus'), key: (g) => g.node + '/' + g.index, empty: t('job.no_alloc'),
+    columns: [
+      { label: t('job.node'), cell: (g) => g.node },
+      { label: t('job.gpu'), cell: (g) => '#' + g.index },
+      { label: t('job.util'), cell: (g) => (typeof g.util === 'number' ? t('overview.pct', { n: fmtNum(g.util, 0) }) : '—'), class: 'num' },
+      { label: t('job.mem'), cell: (g) => (typeof g.mem === 'number' ? `${fmtBytes(g.mem * 1048576)} / ${fmtBytes((g.total || 0) * 1048576)}` : '—'), class: 'num' },
+    ],
+  });
+  async function loadGpus() {
+    const allocs = job.allocations || [];
+    if (!allocs.length) { gpuTb.update([]); return; }
+    const r = await get('/nodes');
+    if (ctx.left) return;
+    const byName = new Map((r.nodes || []).map((n) => [n.name, n]));
+    const rows = [];
+    for (const a of allocs) {
+      const n = byName.get(a.node) || {};
+      const stats = new Map((Array.isArray(n.gpu_stats) ? n.gpu_stats : []).map((s) => [s.index, s]));
+      const gpus = new Map((n.gpus || []).map((g) => [g.index, g]));
+      for (const i of a.gpu_indices || []) {
+        const s = stats.get(i) || {};
+        rows.push({ node: a.node, index: i, util: s.util_pct, mem: s.mem_used_mb, total: (gpus.get(i) || {}).memory_mb });
+      }
+    }
+    gpuTb.update(rows);
+  }
+  const pvmBox = h('div');
+  function drawPvm() {
+    const p = job.predicted_vs_measured;
+    if (!p || typeof p !== 'object') { replace(pvmBox, h('p', { class: 'muted' }, t('job.no_pvm'))); return; }
+    // Each size {predicted, measured, error_pct}; gpu_mem_peak is one per rank.
+    const rows = [];
+    for (const [k, v] of Object.entries(p)) {
+      if (Array.isArray(v)) for (const x of v) rows.push([t('job.pvm_gpu_peak', { rank: x.rank }), x]);
+      else if (v && typeof v === 'object') rows.push([has('job.pvm_' + k) ? t('job.pvm_' + k) : k, v]);
+    }
+    replace(pvmBox, h('div', { class: 'table-wrap' }, h('table', null,
+      h('thead', null, h('tr', null, [t('job.pvm_what'), t('job.pvm_pred'), t('job.pvm_meas'), t('job.pvm_err')].map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', null, rows.map(([k, v]) => h('tr', null,
+        h('td', null, k),
+        h('td', { class: 'num' }, fmtBytes(v.predicted)), h('td', { class: 'num' }, fmtBytes(v.measured)),
+        h('td', { class: 'num' }, typeof v.error_pct === 'number' ? fmtNum(v.error_pct, 1) + ' %' : '—')))))));
+  }
+  const ckptTb = liveTable({
+    caption: t('job.checkpoints'), key: (c) => c.id, empty: t('job.no_checkpoints'),
+    columns: [
+      { label: t('job.step'), cell: (c) => fmtNum(c.step), class: 'num' },
+      { label: t('job.attempt'), cell: (c) => c.attempt, class: 'num' },
+      { label: t('job.path'), cell: (c) => h('code', null, c.path) },
+      { label: t('job.time'), cell: (c) => fmtTime(c.created_at), class: 'nowrap' },
+    ],
+  });
+  const ncclBox = h('div');
+  function drawNccl() {
+    const n = job.nccl;
+    const nodes = (n && n.nodes) || [];
+    if (!nodes.length) { replace(ncclBox, h('p', { class: 'muted' }, t('job.no_nccl'))); return; }
+    replace(ncclBox, h('p', { class: 'muted small' }, t('job.nccl_attempt', { n: n.attempt })), nodes.map((x) => {
+      const vars = Array.isArray(x.variables) ? x.variables : Object.entries(x.variables || {}).map(([name, value]) => ({ name, value }));
+      return h('details', null, h('summary', null, t('job.nccl_node', { node: x.node, rank: x.node_rank })),
+        h('div', { class: 'table-wrap' }, h('table', null, h('tbody', null, vars.map((v) => h('tr', null,
+          h('td', null, h('code', null, v.name)), h('td', null, h('code', { class: 'wrap' }, typeof v.value === 'object' ? JSON.stringify(v.value) : String(v.value ?? ''))),
+          h('td', { class: 'small muted' }, v.reason ? (typeof v.reason === 'object' ? (v.reason[document.documentElement.lang] || v.reason.en) : '') : '')))))));
+    }));
+  }
+  const exportTb = liveTable({
+    caption: t('job.exports'), key: (x) => x.id, empty: t('job.no_exports'),
+    columns: [
+      { label: t('job.path'), cell: (x) => h('code', null, x.path) },
+      { label: t('job.export_state'), cell: (x) => h('span', { class: 'badge export-' + x.state }, t('job.export_' + x.state)), sig: (x) => x.state },
+      { label: t('job.export_by'), cell: (x) => x.requested_by || x.user || '' },
+      { label: t('job.time'), cell: (x) => fmtTime(x.created_at), class: 'nowrap' },
+    ],
+  });
+  const expPath = h('input', { id: 'export-path', class: 'mono', placeholder: 'final/model.pt' });
+  const expReason = h('input', { id: 'export-reason' });
+  const expBtn = h('button', { type: 'submit' }, t('job.export_request'));
+  const expMsg = h('div');
+  const expForm = h('form', { class: 'inline-form' },
+    h('label', { for: 'export-path' }, t('job.export_path')), expPath,
+    h('label', { for: 'export-reason' }, t('job.export_reason')), expReason, expBtn);
+  expForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    expBtn.disabled = true;
+    try { await post(base + '/exports', { path: expPath.value.trim(), reason: expReason.value.trim() }); replace(expMsg); expPath.value = ''; await loadExports(); }
+    catch (e) { replace(expMsg, errorBox(e)); }
+    expBtn.disabled = false;
+  });
+  async function loadExports() {
+    const r = await get('/exports' + qs({ job: id }));
+    if (!ctx.left) exportTb.update(r.exports || r.requests || []);
   }
 
-  main.append(head, msg,
-    h('div', { class: 'grid2' },
-      section(t('job.summary'), summary),
-      section(t('job.allocations'), allocBox)),
-    section(t('job.loss'), chartBox, latestBox),
+  // ---- polling
+  let lastRead = false;
+  async function refresh() {
+    try {
+      // Metrics first: the chart's first point should not wait for the rest.
+      const metricsP = loadMetrics();
+      const [j, ev] = await Promise.all([get(base), get(base + '/events')]);
+      if (ctx.left) return;
+      job = j;
+      drawEvents(ev.events || []);
+      drawHead(); drawSummary(); drawRestarts(); drawPvm(); drawNccl();
+      await Promise.all([metricsP, loadGpus(),
+        get(base + '/checkpoints').then((r) => { if (!ctx.left) ckptTb.update(r.checkpoints || []); }),
+        loadExports().catch(() => {})]);
+      replace(msg);
+    } catch (e) { if (!ctx.left) replace(msg, errorBox(e)); }
+  }
+
+  main.append(
+    h('div', { class: 'page-head' }, title, headState, h('div', { class: 'spacer' }), cancelBtn, resubmitBtn, cloneLink),
+    msg,
+    h('div', { class: 'grid2' }, section(t('job.summary'), summary), section(t('job.timeline'), timeline)),
+    h('div', { class: 'grid2' }, section(t('job.loss_chart'), lossEl, latestBox), section(t('job.throughput_chart'), tpEl)),
     section(t('job.logs'),
-      h('div', { class: 'toolbar' }, h('label', { for: 'rank-select', class: 'inline' }, t('job.rank_select')), rankSel, logStatus),
-      logHolder),
-    section(t('job.events'), eventsBox));
+      h('div', { class: 'toolbar' },
+        h('label', { for: 'rank-select', class: 'inline' }, t('job.rank_select')), rankSel,
+        followBtn,
+        h('label', { for: 'log-search', class: 'inline' }, t('job.search')), findInput, findCount,
+        dlBtn, logStatus),
+      pre),
+    h('div', { class: 'grid2' }, section(t('job.gpus'), gpuTb.el), section(t('job.pvm'), pvmBox)),
+    h('div', { class: 'grid2' }, section(t('job.restarts'), restartsBox), section(t('job.checkpoints'), ckptTb.el)),
+    section(t('job.nccl'), ncclBox),
+    section(t('job.exports'), canAct ? [expForm, expMsg] : null, exportTb.el));
+  drawHead();
 
-  let stopPoll = null;
-  loadJob().then(() => {
-    loadLogs();
-    stopPoll = poll(async () => {
-      const wasTerminal = job && TERMINAL.includes(job.state);
-      try {
-        await loadJob();
-        await loadMetrics();
-        replace(msg);
-      } catch (e) { replace(msg, errorBox(e)); }
-      if (wasTerminal && stopPoll) stopPoll(); // one last read after the end
+  refresh().then(() => {
+    if (ctx.left || !job) return;
+    ctx.loaded();
+    startLogs();
+    const stop = ctx.poll(async () => {
+      if (lastRead) return;
+      const term = TERMINAL.includes(currentState());
+      await refresh();
+      if (term) { lastRead = true; stop(); } // one last read after the end
     }, 3000);
-  }).catch((e) => replace(msg, errorBox(e)));
-
-  return () => { if (stopPoll) stopPoll(); if (es) es.close(); };
+  });
 }

@@ -33,5 +33,6 @@ export function render(main, ctx) {
     }
   });
   main.append(h('div', { class: 'login-wrap' }, form));
+  ctx.loaded();
   user.focus();
 }

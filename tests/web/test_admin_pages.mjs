@@ -1,0 +1,86 @@
+// test_admin_pages.mjs - the queue, nodes, admin, account and audit pages
+// (issue 12) walked in real Chromium after a fresh `make run` style start:
+// as the admin, in zh-CN and en, at 1280x800 and at 390x844, every page
+// shows its heading and data, asks for no catalog key the page's language
+// lacks (window.__ty.missing), has nothing wider than the screen outside a
+// box that scrolls by itself, leaves no poller running after the user moves
+// on, and logs no console or page error. A screenshot of each page in each
+// language and width goes to $TRAINYARD_BUILD_DIR/web-screenshots/.
+// A refused form shows the error by its code in the page's language with the
+// field marked, never the server's English.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { requirements, startStack, api, openBrowser, newPage, signIn, open, missingKeys, overflow, waitFor, SHOTS } from './admin_stack.mjs';
+
+// waitForSelector that says what the browser reported when it times out.
+async function need(page, sel) {
+  try { await page.waitForSelector(sel, { timeout: 30_000 }); }
+  catch (e) { throw new Error(`${sel} never showed on ${page.url()}: ${e.message}\n${page.problems.join('\n')}`); }
+}
+
+const PAGES = ['queue', 'nodes', 'admin', 'account', 'audit'];
+const SIZES = [['wide', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]];
+
+test('the admin pages in both languages and both widths', { timeout: 840_000 }, async (t) => {
+  const chromium = await requirements();
+  const s = await startStack(t, 'admin-pages');
+  // Something on every page: a queued job (more GPUs than the worker has),
+  // a site, a webhook, a dataset, an API token.
+  const admin = await api(s.base, 'admin', s.password);
+  const site = await admin.call('POST', '/sites', { name: 'plant-a', storage_roots: [s.storage + '/plant-a'], networks: ['10.20.0.0/16'] });
+  assert.equal(site.name, 'plant-a');
+  await admin.call('POST', '/jobs', { name: 'waits-for-gpus', team: 'default', command: ['/bin/true'], resources: { gpus: 4 }, max_restarts: 0 });
+  await admin.call('POST', '/jobs', { name: 'waits-too', team: 'default', command: ['/bin/true'], resources: { gpus: 4 }, max_restarts: 0 });
+  await admin.call('POST', '/webhooks', { team: 'default', url: 'http://127.0.0.1:9/hook', events: ['job.failed'] });
+  await admin.call('POST', '/datasets', { name: 'line3-photos', uri: s.storage + '/line3', site: 'default', classification: 'confidential', team: 'default' });
+  await admin.call('POST', '/tokens', { name: 'ci' });
+
+  const browser = await openBrowser(t, chromium);
+  for (const lang of ['zh-CN', 'en']) {
+    for (const [size, viewport] of SIZES) {
+      const page = await newPage(browser, { viewport, lang });
+      await signIn(page, s.base, 'admin', s.password);
+      assert.equal(await page.evaluate(() => document.documentElement.lang), lang);
+      for (const name of PAGES) {
+        await open(page, '#/' + name);
+        // Each page's own data, to be sure the walk sees a drawn page.
+        if (name === 'queue') await need(page, 'tr[data-key] a[href^="#/jobs/"]');
+        if (name === 'nodes') await need(page, 'article.node .gpu');
+        if (name === 'admin') await need(page, '#admin-sites tr[data-key]');
+        if (name === 'account') await need(page, 'tr[data-key]');
+        if (name === 'audit') {
+          await need(page, '.audit-table tr[data-key]');
+          await need(page, '#chain-status [data-valid="true"]');
+        }
+        await page.screenshot({ path: path.join(SHOTS, `admin-pages-${name}-${lang}-${size}.png`), fullPage: true });
+        const o = await overflow(page);
+        assert.ok(o.scrollWidth <= o.width && o.bad.length === 0, `${name} ${lang} ${size} scrolls sideways: ${JSON.stringify(o)}`);
+        assert.deepEqual(await missingKeys(page), [], `${name} ${lang}: keys missing from the catalog`);
+      }
+      // Leaving a page ends its pollers: the job list is left with its own.
+      await open(page, '#/nodes');
+      const onNodes = await page.evaluate(() => window.__ty.pollers);
+      assert.ok(onNodes >= 1, 'the nodes page polls');
+      await open(page, '#/account');
+      await waitFor('the nodes poller to stop', 10_000, () => page.evaluate(() => window.__ty.pollers === 0));
+      assert.deepEqual(page.problems, [], `${lang} ${size}: the browser reported errors`);
+      await page.context().close();
+    }
+  }
+
+  // A refused form, in Chinese: the code's text, the field marked, no English.
+  const page = await newPage(browser, { lang: 'zh-CN', allowed: (url, text) => url.endsWith('/api/v1/sites') && text.includes('400') });
+  await signIn(page, s.base, 'admin', s.password);
+  await open(page, '#/admin');
+  await page.fill('#s-name', 'Bad Name!');
+  await page.click('#admin-sites button[type=submit]');
+  const alert = page.locator('#admin-sites .alert.error');
+  await alert.waitFor();
+  const text = await alert.innerText();
+  assert.match(text, /输入不正确/);
+  assert.doesNotMatch(text, /[A-Za-z]{4,}/, `English on the Chinese page: ${text}`);
+  assert.equal(await page.getAttribute('#s-name', 'aria-invalid'), 'true');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 's-name');
+  assert.deepEqual(page.problems, []);
+});

@@ -1,0 +1,92 @@
+// queue.js - #/queue: queued jobs in scheduling order, each with its
+// estimated start and the reason it waits (GET /api/v1/queue, the queue
+// forecast). A server without the forecast answers 404 there; the page then
+// lists the queued jobs from GET /api/v1/jobs?state=QUEUED, oldest first,
+// and says that no estimate is available instead of making one up.
+//
+// Changing a job's priority: the API has no call for it yet (a job's
+// priority is fixed at submit), so the page offers none.
+import { get, qs } from '../api.js';
+import { h, replace, fmtTime } from '../dom.js';
+import { t, fmtDuration } from '../i18n.js';
+import { showError, liveTable, badge, tOr } from './admin_kit.js';
+
+const REASON_TONE = { none: 'ok', gpus: 'warn', quota: 'warn', priority: 'info', reserved: 'info', site_too_small: 'bad', draining: 'warn' };
+
+// The reason a job waits, in the page's language, with its parameters.
+export function reasonText(reason) {
+  if (!reason || !reason.code) return t('queue.reason.unknown');
+  const p = Object.assign({}, reason.params || {});
+  for (const k of Object.keys(p)) if (p[k] === null || p[k] === undefined) p[k] = '—';
+  return tOr('queue.reason.' + reason.code, p, t('queue.reason.other', { code: reason.code }));
+}
+
+function startText(j, now) {
+  if (!j.estimated_start) return j.reason && j.reason.code === 'site_too_small' ? t('queue.never') : t('queue.unknown_start');
+  const at = Date.parse(j.estimated_start);
+  if (!Number.isFinite(at)) return t('queue.unknown_start');
+  if (at <= now + 1000) return t('queue.now');
+  return t('queue.in', { d: fmtDuration((at - now) / 1000), at: fmtTime(j.estimated_start) });
+}
+
+// Whether the server has the forecast: learnt from the first answer of
+// GET /queue (a 404 there means no), then kept for this page load.
+let hasForecast = true;
+
+export function render(main, ctx) {
+  const msg = h('div');
+  const note = h('p', { class: 'muted small', id: 'queue-note' });
+  const stamp = h('span', { class: 'muted small', 'aria-live': 'polite' });
+  let forecast = hasForecast;
+  const cols = [
+    { label: t('queue.position'), cls: 'num' }, { label: t('queue.job') }, { label: t('queue.team') },
+    { label: t('queue.user') }, { label: t('queue.priority') }, { label: t('queue.gpus'), cls: 'num' },
+    { label: t('queue.submitted') }, { label: t('queue.start') }, { label: t('queue.reason') },
+  ];
+  const tb = liveTable({
+    caption: t('queue.title'), columns: cols, empty: t('queue.empty'), key: (j) => j.id,
+    sig: () => String(forecast) + Math.floor(Date.now() / 60000),
+    cells: (j) => {
+      const now = Date.now();
+      const r = j.reason || null;
+      return [
+        j.position === undefined ? '—' : String(Number(j.position) + 1),
+        h('a', { href: '#/jobs/' + j.id }, '#' + j.id + ' ', j.name || ''),
+        j.team || '', j.user || '',
+        tOr('prio.' + j.priority, null, j.priority || ''),
+        String(j.gpus ?? ''),
+        h('span', { class: 'nowrap' }, fmtTime(j.submitted_at || j.created_at)),
+        forecast ? startText(j, now) : h('span', { class: 'muted' }, t('queue.no_estimate')),
+        forecast && r ? badge(REASON_TONE[r.code] || 'muted', reasonText(r), r.code) : h('span', { class: 'muted' }, '—'),
+      ];
+    },
+  });
+
+  async function refresh() {
+    let jobs;
+    try {
+      if (forecast) {
+        try {
+          const r = await get('/queue');
+          jobs = r.jobs || [];
+          replace(stamp, t('queue.generated', { time: fmtTime(r.generated_at) }));
+        } catch (e) {
+          if (e.status !== 404) throw e;
+          forecast = hasForecast = false;
+        }
+      }
+      if (!forecast) {
+        const r = await get('/jobs' + qs({ state: 'QUEUED', limit: 500 }));
+        jobs = (r.jobs || []).slice().sort((a, b) => Number(a.id) - Number(b.id));
+        replace(note, t('queue.no_forecast'));
+        replace(stamp, t('common.updated', { time: fmtTime(new Date().toISOString()) }));
+      }
+      tb.update(jobs);
+      showError(msg, null);
+    } catch (e) { showError(msg, e); }
+  }
+
+  main.append(h('div', { class: 'page-head' }, h('h1', null, t('queue.title')), h('div', { class: 'spacer' }), stamp),
+    h('p', { class: 'muted small' }, t('queue.help')), note, msg, tb.el);
+  ctx.poll(refresh, 5000);
+}
