@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { requirements, startStack, api, openBrowser, newPage, signIn, open, missingKeys, overflow, waitFor, SHOTS } from './admin_stack.mjs';
+import { startStack, rest, newPage, signIn, open, untranslated, pageOverflow, waitFor, SHOTS } from './admin_stack.mjs';
 
 // waitForSelector that says what the browser reported when it times out.
 async function need(page, sel) {
@@ -23,11 +23,10 @@ const PAGES = ['queue', 'nodes', 'admin', 'account', 'audit'];
 const SIZES = [['wide', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]];
 
 test('the admin pages in both languages and both widths', { timeout: 840_000 }, async (t) => {
-  const chromium = await requirements();
   const s = await startStack(t, 'admin-pages');
   // Something on every page: a queued job (more GPUs than the worker has),
   // a site, a webhook, a dataset, an API token.
-  const admin = await api(s.base, 'admin', s.password);
+  const admin = await rest(s.base, 'admin', s.password);
   const site = await admin.call('POST', '/sites', { name: 'plant-a', storage_roots: [s.storage + '/plant-a'], networks: ['10.20.0.0/16'] });
   assert.equal(site.name, 'plant-a');
   await admin.call('POST', '/jobs', { name: 'waits-for-gpus', team: 'default', command: ['/bin/true'], resources: { gpus: 4 }, max_restarts: 0 });
@@ -36,10 +35,9 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
   await admin.call('POST', '/datasets', { name: 'line3-photos', uri: s.storage + '/line3', site: 'default', classification: 'confidential', team: 'default' });
   await admin.call('POST', '/tokens', { name: 'ci' });
 
-  const browser = await openBrowser(t, chromium);
   for (const lang of ['zh-CN', 'en']) {
     for (const [size, viewport] of SIZES) {
-      const page = await newPage(browser, { viewport, lang });
+      const page = await newPage(s, { viewport, lang });
       await signIn(page, s.base, 'admin', s.password);
       assert.equal(await page.evaluate(() => document.documentElement.lang), lang);
       for (const name of PAGES) {
@@ -54,9 +52,9 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
           await need(page, '#chain-status [data-valid="true"]');
         }
         await page.screenshot({ path: path.join(SHOTS, `admin-pages-${name}-${lang}-${size}.png`), fullPage: true });
-        const o = await overflow(page);
-        assert.ok(o.scrollWidth <= o.width && o.bad.length === 0, `${name} ${lang} ${size} scrolls sideways: ${JSON.stringify(o)}`);
-        assert.deepEqual(await missingKeys(page), [], `${name} ${lang}: keys missing from the catalog`);
+        const o = await pageOverflow(page);
+        assert.ok(o.scrollWidth <= o.clientWidth && o.wide.length === 0, `${name} ${lang} ${size} scrolls sideways: ${JSON.stringify(o)}`);
+        assert.deepEqual(await untranslated(page), [], `${name} ${lang}: untranslated keys`);
       }
       // Leaving a page ends its pollers: the job list is left with its own.
       await open(page, '#/nodes');
@@ -70,7 +68,7 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
   }
 
   // A refused form, in Chinese: the code's text, the field marked, no English.
-  const page = await newPage(browser, { lang: 'zh-CN', allowed: (url, text) => url.endsWith('/api/v1/sites') && text.includes('400') });
+  const page = await newPage(s, { lang: 'zh-CN', allow: ['/api/v1/sites'] });
   await signIn(page, s.base, 'admin', s.password);
   await open(page, '#/admin');
   await page.fill('#s-name', 'Bad Name!');

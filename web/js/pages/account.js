@@ -90,5 +90,5 @@ export function render(main, ctx) {
   main.append(h('div', { class: 'page-head' }, h('h1', null, t('account.title')), h('span', { class: 'muted' }, me.username || '')),
     card(t('account.tokens'), h('p', { class: 'muted small' }, t('account.tokens_help')), f, out, msg, tb.el),
     card(t('account.password'), pw));
-  load();
+  load().then(() => ctx.loaded());
 }

@@ -374,9 +374,7 @@ export function render(main, ctx) {
       c.querySelector('h2').setAttribute('tabindex', '-1');
       return c;
     }));
-  loadLists();
-  loadPolicy();
-  loadDatasets();
+  Promise.all([loadLists(), loadPolicy(), loadDatasets(), loadHooks(), loadExports()]).then(() => ctx.loaded());
   ctx.poll(() => Promise.all([loadHooks(), loadExports(), loadDeliveries()]), 5000);
 }
 

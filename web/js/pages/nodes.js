@@ -132,6 +132,7 @@ export function render(main, ctx) {
       }
       if (nodes.length) empty.remove(); else if (!empty.parentNode) list.append(empty);
       showError(msg, null);
+      ctx.loaded();
     } catch (e) { showError(msg, e); }
   }
 

@@ -83,6 +83,7 @@ export function render(main, ctx) {
       }
       tb.update(jobs);
       showError(msg, null);
+      ctx.loaded();
     } catch (e) { showError(msg, e); }
   }
 
