@@ -11,6 +11,7 @@
 #ifndef TY_CLI_CLI_H
 #define TY_CLI_CLI_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 enum cli_exit {
@@ -38,5 +39,15 @@ int cli_cmd_templates(int argc, char **argv, FILE *out, FILE *err);
 
 /* trainyard submit --template ID [--param K=V ...] ... (cmd_submit.c). */
 int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err);
+
+/* trainyard queue [--json] [--server URL] (cmd_queue.c). */
+int cli_cmd_queue(int argc, char **argv, FILE *out, FILE *err);
+
+/* Why a forecast entry (docs/queue.md) waits, in English, from its reason
+ * {code, params}, into buf (always terminated). entry is borrowed. */
+void cli_queue_reason(const json_t *entry, char *buf, size_t size);
+
+/* trainyard show JOB [--json] [--server URL]: the job and its forecast (cmd_queue.c). */
+int cli_cmd_queue_show(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

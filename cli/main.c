@@ -20,6 +20,8 @@ static const struct cli_command commands[] = {
     {"audit", "verify signed audit exports offline (audit verify)", cli_cmd_audit},
     {"templates", "list the server's job templates", cli_cmd_templates},
     {"submit", "submit a job from a template (--template ID --param K=V ...)", cli_cmd_submit},
+    {"queue", "the queue: estimated starts and why each job waits", cli_cmd_queue},
+    {"show", "a job and, while queued, its forecast (show JOB)", cli_cmd_queue_show},
     {"version", "print the version", cmd_version},
     {"help", "print this help", cmd_help},
 };

@@ -272,7 +272,7 @@ static enum rc prep_running(struct pass *P, struct err *e)
     return RC_OK;
 }
 
-static bool job_valid(const struct sched_job *j, struct err *e)
+bool sched_job_valid(const struct sched_job *j, struct err *e)
 {
     if (j->gpus < 1 || j->gpus > SCHED_MAX_JOB_GPUS) {
         err_set(e, RC_EINVAL, "gpus", "job %lld asks for %d gpus, allowed 1..%d", (long long)j->id,
@@ -285,7 +285,7 @@ static bool job_valid(const struct sched_job *j, struct err *e)
                 (long long)j->id, j->gpus_per_node, j->gpus);
         return false;
     }
-    if (j->time_limit_ms < 0 || j->true_duration_ms < 0) {
+    if (j->time_limit_ms < 0 || j->true_duration_ms < 0 || j->predicted_ms < 0) {
         err_set(e, RC_EINVAL, "time_limit_ms", "job %lld has a negative time limit",
                 (long long)j->id);
         return false;
@@ -306,7 +306,7 @@ static bool job_valid(const struct sched_job *j, struct err *e)
 /* Validate queued job i once; an invalid job is counted and skipped. */
 static bool check_job(struct pass *P, size_t i, struct err *e)
 {
-    bool ok = job_valid(&P->q->jobs[i], e);
+    bool ok = sched_job_valid(&P->q->jobs[i], e);
 
     P->job_ok[i] = ok;
     if (!ok && P->d->nskipped++ == 0)

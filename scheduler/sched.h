@@ -88,6 +88,7 @@ struct sched_running {
     size_t nallocs;
     bool preemptible;        /* may be preempted (it checkpoints) */
     int64_t attained_gpu_ms; /* service so far (GPU-ms, including this run), for LAS */
+    int64_t expected_end_ms; /* the predicted end; SCHED_TIME_UNKNOWN or 0 = use end_by_ms */
 };
 
 /* A queued job. */
@@ -102,6 +103,8 @@ struct sched_job {
     int64_t true_duration_ms; /* sim only, read by sjf-oracle only; 0 = unknown */
     int64_t attained_gpu_ms;  /* service from earlier runs (resumed jobs), for LAS */
     int64_t site;             /* runs only on nodes of this site (or site 0); 0 = any node */
+    int64_t predicted_ms;     /* the predicted run time (predictor/); 0 = unknown: the
+                                 time limit stands in */
 };
 
 /* The cluster snapshot. Arrays are borrowed for the call; ids unique. */

@@ -123,6 +123,10 @@ static inline uint64_t gpu_bits(int ng)
     return ng >= 64 ? ~0ULL : ((1ULL << ng) - 1);
 }
 
+/* ---- sched.c ---- */
+/* Is queued job j valid (what sched_plan skips otherwise)? Fills e when not. */
+bool sched_job_valid(const struct sched_job *j, struct err *e);
+
 /* ---- sched_place.c ---- */
 /*
  * Make site the current job's site for sched_feasible/sched_place. Returns

@@ -10,6 +10,7 @@
  *   api_webhooks.c webhooks
  *   api_policy.c sites, the compliance policy, datasets
  *   api_exports.c  job outputs and their approved export
+ *   api_queue.c  the queue forecast: the queue, one job's forecast, what-if
  * Each is a srv_handler_fn (see srv.h); routes.c maps paths to them.
  */
 #ifndef TY_SERVER_API_H
@@ -96,6 +97,10 @@ enum rc api_audit_retention(struct srv_req *req);
 
 /* api_exports.c (docs/exports.md) */
 enum rc api_job_outputs(struct srv_req *req);
+
+enum rc api_queue_get(struct srv_req *req);
+enum rc api_job_forecast(struct srv_req *req);
+enum rc api_queue_whatif(struct srv_req *req);
 enum rc api_export_create(struct srv_req *req);
 enum rc api_export_list(struct srv_req *req);
 enum rc api_export_get(struct srv_req *req);

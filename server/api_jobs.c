@@ -184,7 +184,8 @@ enum rc api_job_submit(struct srv_req *req)
         rc = srv_fail(req, RC_EPERM, "team", "you are not a member of team \"%s\"", spec->team);
         goto out;
     }
-    if ((rc = jobs_check_submit(req, spec, team_id, &comp)) != RC_OK)
+    if ((rc = jobs_check_submit(req, spec, team_id, &comp)) != RC_OK ||
+        (rc = jobs_check_site_fits(req, spec, comp.site_id)) != RC_OK)
         goto out;
     spec_json = jobspec_to_json(spec);
     if (spec_json == NULL) {

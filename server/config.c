@@ -71,6 +71,12 @@ static const struct opt opts[] = {
     I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
     I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
     I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
+    I(forecast_interval_ms, 0, 600000,
+      "shortest time between stored queue forecasts; 0 = each pass"),
+    I(forecast_horizon_s, 0, 365 * 86400, "how far ahead the queue forecast looks; 0 = 30 days"),
+    I(forecast_max_events, 0, 100000000, "bound on the forecast's simulated events; 0 = automatic"),
+    I(forecast_default_run_s, 0, 365 * 86400,
+      "forecast run time of a job with no prediction and no time limit; 0 = 1 hour"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -98,6 +104,7 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->audit_checkpoint_interval_s = 3600;
     cfg->export_link_ttl_s = 86400;
     cfg->webhook_timeout_ms = 5000;
+    cfg->forecast_interval_ms = 1000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

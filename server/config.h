@@ -45,6 +45,10 @@ struct srv_config {
     int webhook_timeout_ms;           /* one webhook request, all of it; its lease follows */
     char templates_dir[SRV_CFG_STR];  /* job template files (templates.h); "" = none */
     char examples_dir[SRV_CFG_STR];   /* the templates' scripts, same path on every node */
+    int forecast_interval_ms;   /* shortest time between two stored forecasts; 0 = every pass */
+    int forecast_horizon_s;     /* simulate the queue this far ahead; 0 = 30 days */
+    int forecast_max_events;    /* bound on simulated events; 0 = 4 x (queued + running) */
+    int forecast_default_run_s; /* run time of a job with no prediction and no limit; 0 = 1 h */
 };
 
 /* Fill cfg with the defaults. */

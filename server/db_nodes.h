@@ -16,4 +16,18 @@
  * server/topology.h), by name. */
 enum rc db_node_list(PGconn *c, json_t **out, const char *req_id) TY_WUR;
 
+/* What the registered nodes of one site can hold, whatever their state
+ * (a down or draining node may come back): filled by db_site_capacity(). */
+struct db_site_capacity {
+    int nodes;            /* nodes of the site with at least one GPU */
+    int gpus;             /* their GPUs in all */
+    int largest_node;     /* GPUs of the largest of them; 0 when none */
+    int nodes_per_node_k; /* nodes with at least gpus_per_node GPUs (the k asked for) */
+};
+
+/* The capacity of site_id's nodes; gpus_per_node (0 = any) sets which nodes
+ * nodes_per_node_k counts. RC_OK (zeros when the site has no node yet). */
+enum rc db_site_capacity(PGconn *c, int64_t site_id, int gpus_per_node,
+                         struct db_site_capacity *out, const char *req_id) TY_WUR;
+
 #endif

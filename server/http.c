@@ -132,6 +132,13 @@ enum rc srv_fail(struct srv_req *req, enum rc rc, const char *field, const char 
     return rc;
 }
 
+enum rc srv_fail_params(struct srv_req *req, enum rc rc, json_t *params)
+{
+    json_decref(req->err_params);
+    req->err_params = params;
+    return rc;
+}
+
 void srv_actor(const struct srv_req *req, char *out, size_t out_size)
 {
     if (req->who.node_id != 0)
@@ -197,6 +204,8 @@ static json_t *error_body(const struct srv_req *req, enum rc rc)
         json_object_set_new(inner, "detail", json_string(e->detail));
     if (e->field[0])
         json_object_set_new(inner, "field", json_string(e->field));
+    if (json_is_object(req->err_params) && srv_http_status(rc) < 500)
+        json_object_set(inner, "params", req->err_params);
     json_object_set_new(inner, "request_id", json_string(req->req_id));
     return json_pack("{s:o}", "error", inner);
 }
@@ -679,6 +688,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         close(req->resp_fd);
     json_decref(req->body);
     json_decref(req->resp);
+    json_decref(req->err_params);
     free(req->resp_raw);
     free(req->set_cookie);
     free(ctx->body);

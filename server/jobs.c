@@ -14,7 +14,9 @@
 #include "api_policy.h"
 #include "audit_target.h"
 #include "db_alloc.h"
+#include "db_audit.h"
 #include "db_jobs.h"
+#include "db_nodes.h"
 #include "db_plan.h"
 #include "db_policy.h"
 #include "jobplan.h"
@@ -241,6 +243,60 @@ out:
     json_decref(paths);
     json_decref(locals);
     db_site_cleanup(&x.site);
+    return rc;
+}
+
+enum rc jobs_check_site_fits(struct srv_req *req, const struct jobspec *spec, int64_t site_id)
+{
+    struct db_site_capacity cap;
+    char target[AUDIT_TARGET_SIZE];
+    json_t *params = NULL, *d = NULL;
+    int k = spec->gpus_per_node;
+    enum rc rc = db_site_capacity(req->db, site_id, k, &cap, req->req_id);
+
+    if (rc != RC_OK || cap.nodes == 0)
+        return rc;
+    if (spec->gpus <= cap.gpus && (k == 0 || cap.nodes_per_node_k >= spec->gpus / k))
+        return RC_OK;
+    if (k > 0 && cap.nodes_per_node_k < spec->gpus / k && spec->gpus <= cap.gpus) {
+        srv_fail(req, RC_ECONFLICT, "resources.gpus_per_node",
+                 "the job can never run: site \"%s\" has %d node%s with %d or more GPUs, the job "
+                 "needs %d (its largest node has %d GPUs)",
+                 spec->site, cap.nodes_per_node_k, cap.nodes_per_node_k == 1 ? "" : "s", k,
+                 spec->gpus / k, cap.largest_node);
+        err_detail(&req->err, "got gpus %d, gpus_per_node %d", spec->gpus, k);
+    } else {
+        srv_fail(req, RC_ECONFLICT, "resources.gpus",
+                 "the job can never run: site \"%s\" has %d GPUs on %d node%s (largest %d), the "
+                 "job asks for %d",
+                 spec->site, cap.gpus, cap.nodes, cap.nodes == 1 ? "" : "s", cap.largest_node,
+                 spec->gpus);
+        err_detail(&req->err, "got gpus %d", spec->gpus);
+    }
+    err_code(&req->err, "site_too_small");
+    params = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i}", "site", spec->site, "gpus", spec->gpus,
+                       "gpus_per_node", k, "site_nodes", cap.nodes, "site_gpus", cap.gpus,
+                       "largest_node_gpus", cap.largest_node, "nodes_with_gpus_per_node",
+                       cap.nodes_per_node_k);
+    d = params ? json_deep_copy(params) : NULL;
+    if (d == NULL || json_object_set_new(d, "reason", json_string("site_too_small")) != 0 ||
+        json_object_set_new(d, "job_name", json_string(spec->name)) != 0 ||
+        json_object_set_new(d, "team", json_string(spec->team)) != 0) {
+        rc = RC_ENOMEM;
+        goto out;
+    }
+    /* Recorded like the policy refusals: nothing of the job is written, so
+     * the event names the team and goes in a transaction of its own. */
+    rc = audit_target_name(AUDIT_TARGET_TEAM, spec->team, target);
+    if (rc == RC_OK)
+        rc = audit_append_alone(req, "job.submit", target, "denied", d);
+    if (rc != RC_OK)
+        goto out;
+    rc = srv_fail_params(req, RC_ECONFLICT, params);
+    params = NULL;
+out:
+    json_decref(params);
+    json_decref(d);
     return rc;
 }
 

@@ -33,6 +33,19 @@
 enum rc jobs_check_submit(struct srv_req *req, const struct jobspec *spec, int64_t team_id,
                           struct db_job_compliance *out) TY_WUR;
 
+/*
+ * Whether the job can ever run on its site's registered nodes (any state):
+ * its GPUs at most the site's, and with gpus_per_node k, at least gpus / k
+ * nodes of k GPUs or more (a gang takes exactly k GPUs on distinct nodes).
+ * A site with no node yet takes the job (nodes join later; jobplan says the
+ * same). A job that cannot is refused before anything is written: RC_ECONFLICT
+ * (409) with code "site_too_small", params {site, gpus, gpus_per_node,
+ * site_nodes, site_gpus, largest_node_gpus, nodes_with_gpus_per_node}, and
+ * a "job.submit" audit event with outcome "denied" in its own transaction.
+ */
+enum rc jobs_check_site_fits(struct srv_req *req, const struct jobspec *spec,
+                             int64_t site_id) TY_WUR;
+
 /* Add "allocations" (node, GPU indices, ranks) of the current attempt and "nccl"
  * (the NCCL/gloo settings of the latest handed-out attempt, db_alloc.h) to row. */
 enum rc jobs_decorate(struct srv_req *req, int64_t job_id, json_t *row) TY_WUR;

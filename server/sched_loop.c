@@ -12,6 +12,7 @@
 
 #include "db.h"
 #include "db_sched.h"
+#include "forecast.h"
 #include "log.h"
 #include "notify.h"
 #include "sched.h"
@@ -33,6 +34,7 @@ struct sched_loop {
     pthread_t thread;
     const struct sched_policy *policy;
     struct sched_decisions decisions;
+    struct forecast *forecast; /* the predictor and the stored forecast (forecast.h) */
     int64_t touched[SCHED_MAX_TOUCHED];
 };
 
@@ -52,8 +54,13 @@ static void one_pass(struct sched_loop *loop, PGconn *c)
     size_t ntouched = 0;
     int placed = 0;
     int64_t t0 = srv_mono_us();
-    enum rc rc = db_sched_snapshot(c, &snap);
+    enum rc rc = db_sched_snapshot(c, &snap), frc;
+    int snap_ok = rc == RC_OK;
 
+    /* Predictions for the pass itself (backfill order, reservations) and for
+     * the forecast after it; without them the time limits rule, as before. */
+    if (rc == RC_OK && (frc = forecast_prepare(loop->forecast, c, &snap)) != RC_OK)
+        LOG_WARN("sched", "no run-time predictions this pass", "rc=%s", rc_str(frc));
     if (rc == RC_OK)
         rc = sched_plan(loop->policy, &snap.cluster, &snap.queue, snap.now_ms, &loop->decisions);
     if (rc == RC_OK && (loop->decisions.nplacements > 0 || loop->decisions.npreemptions > 0))
@@ -73,6 +80,11 @@ static void one_pass(struct sched_loop *loop, PGconn *c)
      * logged there; those workers then learn at their poll's deadline. */
     if (ntouched > 0)
         (void)notify_send(loop->app, c, loop->touched, ntouched, 0, "sched");
+    /* The forecast of this snapshot, after the workers were woken so that it
+     * never delays a launch; bounded by forecast_max_events and the horizon. */
+    if (snap_ok && (frc = forecast_refresh(loop->forecast, c, loop->policy, &snap, &loop->decisions,
+                                           rc == RC_OK, NULL)) != RC_OK)
+        LOG_WARN("sched", "queue forecast failed", "rc=%s", rc_str(frc));
     db_sched_snapshot_free(&snap);
 }
 
@@ -113,6 +125,8 @@ static void *loop_main(void *arg)
         }
         if (!leader) {
             leader = try_lead(c);
+            if (leader)
+                forecast_reset(loop->forecast); /* learn again: others led meanwhile */
             if (leader)
                 LOG_INFO("sched", "this replica leads scheduling", "policy=%s", loop->policy->name);
         }
@@ -155,8 +169,13 @@ enum rc sched_loop_start(struct srv_app *app, struct sched_loop **out)
         return RC_EINVAL;
     }
     sched_decisions_init(&loop->decisions);
+    if (forecast_new(app->cfg, &loop->forecast) != RC_OK) {
+        free(loop);
+        return RC_ENOMEM;
+    }
     if (pthread_create(&loop->thread, NULL, loop_main, loop) != 0) {
         sched_decisions_cleanup(&loop->decisions);
+        forecast_free(loop->forecast);
         free(loop);
         return RC_EINTERNAL;
     }
@@ -171,5 +190,6 @@ void sched_loop_stop(struct sched_loop *loop)
     app_wake_scheduler(loop->app);
     pthread_join(loop->thread, NULL);
     sched_decisions_cleanup(&loop->decisions);
+    forecast_free(loop->forecast);
     free(loop);
 }

@@ -7,6 +7,9 @@
  * (scheduler/sched.h) and writes the placements, preemptions and the
  * reservation in one transaction, then wakes the nodes' long-polls.
  *
+ * After each pass the leader refreshes the queue forecast of that snapshot
+ * (forecast.h) and stores it for every replica.
+ *
  * A pass runs when app_wake_scheduler() is called (submit, cancel, job end,
  * node change) and at least every cfg->sched_interval_ms.
  *

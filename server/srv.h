@@ -67,6 +67,7 @@ struct srv_req {
     const char *resp_ctype; /* static string */
     char *set_cookie;       /* owned; Set-Cookie value, if any */
     struct err err;         /* filled when a handler fails */
+    json_t *err_params;     /* owned; optional "params" of the error answer (srv_fail_params) */
     int64_t start_us;       /* monotonic start, for the access log */
     /* Long-poll: a handler may suspend the request (see srv_suspend). */
     int suspended;
@@ -96,6 +97,13 @@ typedef enum rc (*srv_handler_fn)(struct srv_req *req);
 /* The request's database connection, checked out on first call. NULL if the
  * database is unavailable (the handler returns RC_EUNAVAIL). */
 PGconn *srv_db(struct srv_req *req);
+
+/*
+ * Attach machine-readable values to the error answer of req (its "params"
+ * object, so that a client can word the message itself); takes ownership of
+ * params (an object; NULL is ignored). Returns rc, to chain after srv_fail.
+ */
+enum rc srv_fail_params(struct srv_req *req, enum rc rc, json_t *params);
 
 /* A query-string value (borrowed, valid during the request) or NULL. */
 const char *srv_query(struct srv_req *req, const char *key);

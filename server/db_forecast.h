@@ -1,0 +1,123 @@
+/*
+ * db_forecast.h - the queue forecast's SQL (issue 10, docs/queue.md): the
+ * finished jobs the runtime predictor learns from, the predictor keys of
+ * the jobs in a snapshot, the leader's writing of the forecast and every
+ * replica's reading of it (tables queue_forecast and queue_forecast_meta,
+ * sql/010_queue_forecast.sql).
+ *
+ * What the predictor learns from: jobs that SUCCEEDED, with their run time
+ * the sum over their attempts of ended_at - created_at (placement to end,
+ * as the scheduler counts a running job's start; a job preempted or
+ * restarted from a checkpoint counts every attempt's service). FAILED and
+ * CANCELLED jobs are left out: they were cut short by a crash or a user, and
+ * would teach the predictor that jobs of their key end early.
+ *
+ * Thread-safety: any thread, with its own connection. The writing is the
+ * leader's scheduler thread's.
+ */
+#ifndef TY_SERVER_DB_FORECAST_H
+#define TY_SERVER_DB_FORECAST_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* A job as the predictor keys it (predictor/predictor.h struct pred_key). */
+struct db_forecast_job {
+    int64_t job_id;
+    const char *template_id; /* borrowed from the rows; "" = none */
+    const char *command;     /* borrowed; the command line joined by spaces */
+    int64_t team_id;
+    int64_t user_id;
+    int gpus;
+    int64_t run_ms; /* db_forecast_finished only: the job's run time (ms); else 0 */
+};
+
+/* Rows of jobs; caller storage, zero it (= {0}) before the first fill. */
+struct db_forecast_rows {
+    PGresult *res;                /* owned; the strings point into it */
+    struct db_forecast_job *jobs; /* owned; n entries */
+    size_t n;
+};
+
+/* Where db_forecast_finished() has read up to: (finished_at, id). Caller
+ * storage; db_forecast_mark_init() before the first read. */
+struct db_forecast_mark {
+    char finished_at[64]; /* timestamptz as PostgreSQL wrote it */
+    int64_t job_id;
+};
+void db_forecast_mark_init(struct db_forecast_mark *m);
+
+/*
+ * Succeeded jobs that finished after *mark, oldest first, at most limit,
+ * into *out (freed and refilled); *mark moves past them. Only jobs that
+ * finished at least a second ago are read, so that a transaction that
+ * committed late with an earlier finished_at is not stepped over. RC_OK
+ * (out->n < limit: nothing more for now), or a database rc.
+ */
+enum rc db_forecast_finished(PGconn *c, struct db_forecast_mark *mark, int limit,
+                             struct db_forecast_rows *out) TY_WUR;
+
+/* The keys of the jobs ids[0..n) (any order) into *out, by ascending id;
+ * ids that are not jobs are left out. */
+enum rc db_forecast_keys(PGconn *c, const int64_t *ids, size_t n,
+                         struct db_forecast_rows *out) TY_WUR;
+
+/* Free what rows own; rows may be filled again. NULL is a no-op. */
+void db_forecast_rows_cleanup(struct db_forecast_rows *rows);
+
+/* One job's line of a forecast, as stored. */
+struct db_forecast_entry {
+    int64_t job_id;
+    bool running;       /* a running job (end_ms) rather than a queued one */
+    int position;       /* queued: 0-based place in scheduling order */
+    int64_t start_ms;   /* queued: estimated start; <= 0 or INT64_MAX = not known / never */
+    int64_t end_ms;     /* running: expected end; <= 0 or INT64_MAX = not known */
+    const char *reason; /* static sched_wait_code() text */
+    int need_gpus;
+    int free_gpus;
+    int64_t other_job_id; /* 0 = none */
+    int64_t run_ms;       /* predicted run time; 0 = none */
+    const char *source;   /* static pred_source_name() text */
+};
+
+/* What a forecast was made at and how (queue_forecast_meta). */
+struct db_forecast_meta {
+    int64_t generated_ms; /* database clock */
+    bool truncated;
+    int64_t duration_us;
+};
+
+/*
+ * Replace the stored forecast with e[0..n) and meta in one transaction, so
+ * that a reader sees the whole old one or the whole new one. Touches no job
+ * row and no audit head (lock order: db.h); not audited (derived data).
+ */
+enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n,
+                          const struct db_forecast_meta *meta) TY_WUR;
+
+/*
+ * The stored forecast of the queued jobs still queued, in scheduling order,
+ * as the API's entries (docs/queue.md) in *jobs (new array), and its
+ * generated_at (ISO 8601, or null before the first forecast) in *generated
+ * (new). member_of > 0: only the jobs of that user's teams (positions stay
+ * those of the whole queue); other_job_id of a job the user cannot see is
+ * null. job_id > 0: only that job. Their running jobs' expected ends go in
+ * *running (new array; may be NULL when not wanted).
+ */
+enum rc db_forecast_read(PGconn *c, int64_t member_of, int64_t job_id, json_t **generated,
+                         json_t **jobs, json_t **running, const char *req_id) TY_WUR;
+
+/*
+ * The stored predictions, for a what-if on any replica: for each queued job
+ * id of ids[0..n) its predicted run time into run_ms[i] (0 when none), and
+ * for each running job the stored expected end into end_ms[i] (0 none).
+ */
+enum rc db_forecast_predictions(PGconn *c, const int64_t *ids, size_t n, int64_t *run_ms,
+                                int64_t *end_ms, const char *req_id) TY_WUR;
+
+#endif
