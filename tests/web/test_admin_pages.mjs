@@ -6,8 +6,9 @@
 // box that scrolls by itself, leaves no poller running after the user moves
 // on, and logs no console or page error. A screenshot of each page in each
 // language and width goes to $TRAINYARD_BUILD_DIR/web-screenshots/.
-// A refused form shows the error by its code in the page's language with the
-// field marked, never the server's English.
+// The queue lists the waiting jobs in the forecast's order, each with its
+// reason in words. A refused form shows the error by its code in the page's
+// language with the field marked, never the server's English.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -29,8 +30,16 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
   const admin = await rest(s.base, 'admin', s.password);
   const site = await admin.call('POST', '/sites', { name: 'plant-a', storage_roots: [s.storage + '/plant-a'], networks: ['10.20.0.0/16'] });
   assert.equal(site.name, 'plant-a');
-  await admin.call('POST', '/jobs', { name: 'waits-for-gpus', team: 'default', command: ['/bin/true'], resources: { gpus: 4 }, max_restarts: 0 });
-  await admin.call('POST', '/jobs', { name: 'waits-too', team: 'default', command: ['/bin/true'], resources: { gpus: 4 }, max_restarts: 0 });
+  // One job holds both GPUs of the worker; two more wait behind it.
+  const holder = await admin.call('POST', '/jobs', { name: 'holds-gpus', team: 'default', command: ['/bin/sleep', '900'], resources: { gpus: 2 }, max_restarts: 0 });
+  await waitFor('the first job to run', 120_000, async () => (await admin.call('GET', '/jobs/' + holder.id)).state === 'RUNNING', 500);
+  const waiting = [];
+  for (const [name, gpus] of [['waits-for-gpus', 2], ['waits-too', 1]])
+    waiting.push((await admin.call('POST', '/jobs', { name, team: 'default', command: ['/bin/true'], resources: { gpus }, max_restarts: 0 })).id);
+  const forecast = await waitFor('both waiting jobs in the forecast', 60_000, async () => {
+    const q = await admin.call('GET', '/queue');
+    return waiting.every((id) => q.jobs.some((j) => j.id === id)) && q;
+  }, 500);
   await admin.call('POST', '/webhooks', { team: 'default', url: 'http://127.0.0.1:9/hook', events: ['job.failed'] });
   await admin.call('POST', '/datasets', { name: 'line3-photos', uri: s.storage + '/line3', site: 'default', classification: 'confidential', team: 'default' });
   await admin.call('POST', '/tokens', { name: 'ci' });
@@ -43,7 +52,17 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
       for (const name of PAGES) {
         await open(page, '#/' + name);
         // Each page's own data, to be sure the walk sees a drawn page.
-        if (name === 'queue') await need(page, 'tr[data-key] a[href^="#/jobs/"]');
+        if (name === 'queue') {
+          // Each waiting job in the forecast's order, its reason in words.
+          await need(page, `tr[data-key="${waiting[1]}"] .badge`);
+          const shown = await page.$$eval('tbody tr[data-key]', (trs) => trs.map((tr) => ({ id: tr.dataset.key, pos: tr.children[0].textContent,
+            code: tr.querySelector('.badge') && tr.querySelector('.badge').title, text: tr.querySelector('.badge') && tr.querySelector('.badge').textContent })));
+          assert.deepEqual(shown.map((r) => r.id), forecast.jobs.map((j) => j.id), 'the scheduling order');
+          for (const r of shown) {
+            assert.ok(['gpus', 'reserved', 'priority', 'quota'].includes(r.code), `job ${r.id} waits for ${r.code}`);
+            assert.ok(r.text && r.text !== r.code && !/\{|—/.test(r.text), `job ${r.id}'s reason: ${r.text}`);
+          }
+        }
         if (name === 'nodes') await need(page, 'article.node .gpu');
         if (name === 'admin') await need(page, '#admin-sites tr[data-key]');
         if (name === 'account') await need(page, 'tr[data-key]');
@@ -71,8 +90,10 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
   const page = await newPage(s, { lang: 'zh-CN', allow: ['/api/v1/sites'] });
   await signIn(page, s.base, 'admin', s.password);
   await open(page, '#/admin');
-  await page.fill('#s-name', 'Bad Name!');
-  await page.click('#admin-sites button[type=submit]');
+  // By keyboard only: focus the field, type, Enter submits.
+  await page.focus('#s-name');
+  await page.keyboard.type('Bad Name!');
+  await page.keyboard.press('Enter');
   const alert = page.locator('#admin-sites .alert.error');
   await alert.waitFor();
   const text = await alert.innerText();
@@ -80,5 +101,17 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
   assert.doesNotMatch(text, /[A-Za-z]{4,}/, `English on the Chinese page: ${text}`);
   assert.equal(await page.getAttribute('#s-name', 'aria-invalid'), 'true');
   assert.equal(await page.evaluate(() => document.activeElement.id), 's-name');
+  // Corrected from the keyboard: select the name, type another, Tab to the
+  // roots, type one, Tab to the networks, Tab to the button, Enter.
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('plant-k');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(s.storage + '/plant-k');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.type), 'submit');
+  await page.keyboard.press('Enter');
+  await need(page, '#admin-sites tr[data-key] >> text=plant-k');
+  assert.equal(await page.getAttribute('#s-name', 'aria-invalid'), null, 'the mark stays after the fix');
   assert.deepEqual(page.problems, []);
 });

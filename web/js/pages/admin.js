@@ -19,7 +19,8 @@ const EXPORT_TONE = { pending: 'warn', approved: 'ok', downloaded: 'ok', denied:
 
 function form(onSubmit, ...kids) {
   const f = h('form', { class: 'form-grid admin-form', novalidate: true }, kids);
-  f.addEventListener('submit', (ev) => { ev.preventDefault(); onSubmit(f); });
+  // Each try starts with no field marked; a refusal marks its field again.
+  f.addEventListener('submit', (ev) => { ev.preventDefault(); showError(h('div'), null, f); onSubmit(f); });
   return f;
 }
 
