@@ -11,7 +11,7 @@
 // Usage: node bench/web/audit_page.mjs   (env EVENTS=1000000 REPS=5)
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
-import { requirements, startStack, openBrowser, newPage, signIn, open, api, waitFor } from '../../tests/web/admin_stack.mjs';
+import { startStack, newPage, signIn, open, rest, waitFor } from '../../tests/web/admin_stack.mjs';
 
 const EVENTS = Number(process.env.EVENTS || 1_000_000);
 const REPS = Number(process.env.REPS || 5);
@@ -50,18 +50,16 @@ ANALYZE audit_events;`;
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
 async function main() {
-  const chromium = await requirements();
   const s = await startStack(t, 'bench-audit');
   // The worker first: its join waits on the audit head, which the insert holds.
-  const admin = await api(s.base, 'admin', s.password);
+  const admin = await rest(s.base, 'admin', s.password);
   await waitFor('the worker to be ready', 120_000, async () => (await admin.call('GET', '/nodes')).nodes.some((n) => n.state === 'ready'), 500);
   const t0 = Date.now();
   psql(s.dbUrl, INSERT(EVENTS));
   const insertS = (Date.now() - t0) / 1000;
   const total = Number(psql(s.dbUrl, 'SELECT count(*) FROM audit_events'));
   const maxId = Number(psql(s.dbUrl, 'SELECT max(id) FROM audit_events'));
-  const browser = await openBrowser(t, chromium);
-  const page = await newPage(browser, {});
+  const page = await newPage(s, {});
   await signIn(page, s.base, 'admin', s.password);
   await open(page, '#/audit');
   await page.waitForSelector('.audit-table tr[data-key]');
@@ -109,7 +107,6 @@ async function main() {
     const n = await page.$$eval('.audit-table tbody tr[data-key]', (trs) => trs.length);
     rows.push([name, n, median(ms), Math.max(...ms)]);
   }
-  await browser.close();
   const cpus = os.cpus();
   console.log(`### Audit page time at ${total.toLocaleString('en')} events\n`);
   console.log(`Machine: ${os.type()} ${os.release()}, ${cpus.length} x ${cpus[0].model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GiB; date ${new Date().toISOString().slice(0, 10)}; build ${process.env.TRAINYARD_BUILD_DIR || 'build'}; ${EVENTS.toLocaleString('en')} events inserted by SQL in ${insertS.toFixed(1)} s; ${REPS} runs per case; page time = the page's own timer, from the request to the 100 rows drawn, in headless Chromium on loopback.\n`);

@@ -6,12 +6,13 @@
 // box that scrolls by itself, leaves no poller running after the user moves
 // on, and logs no console or page error. A screenshot of each page in each
 // language and width goes to $TRAINYARD_BUILD_DIR/web-screenshots/.
-// A refused form shows the error by its code in the page's language with the
-// field marked, never the server's English.
+// The queue lists the waiting jobs in the forecast's order, each with its
+// reason in words. A refused form shows the error by its code in the page's
+// language with the field marked, never the server's English.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { requirements, startStack, api, openBrowser, newPage, signIn, open, missingKeys, overflow, waitFor, SHOTS } from './admin_stack.mjs';
+import { startStack, rest, newPage, signIn, open, untranslated, pageOverflow, waitFor, SHOTS } from './admin_stack.mjs';
 
 // waitForSelector that says what the browser reported when it times out.
 async function need(page, sel) {
@@ -23,29 +24,45 @@ const PAGES = ['queue', 'nodes', 'admin', 'account', 'audit'];
 const SIZES = [['wide', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]];
 
 test('the admin pages in both languages and both widths', { timeout: 840_000 }, async (t) => {
-  const chromium = await requirements();
   const s = await startStack(t, 'admin-pages');
   // Something on every page: a queued job (more GPUs than the worker has),
   // a site, a webhook, a dataset, an API token.
-  const admin = await api(s.base, 'admin', s.password);
+  const admin = await rest(s.base, 'admin', s.password);
   const site = await admin.call('POST', '/sites', { name: 'plant-a', storage_roots: [s.storage + '/plant-a'], networks: ['10.20.0.0/16'] });
   assert.equal(site.name, 'plant-a');
-  await admin.call('POST', '/jobs', { name: 'waits-for-gpus', team: 'default', command: ['/bin/true'], resources: { gpus: 4 }, max_restarts: 0 });
-  await admin.call('POST', '/jobs', { name: 'waits-too', team: 'default', command: ['/bin/true'], resources: { gpus: 4 }, max_restarts: 0 });
+  // One job holds both GPUs of the worker; two more wait behind it.
+  const holder = await admin.call('POST', '/jobs', { name: 'holds-gpus', team: 'default', command: ['/bin/sleep', '900'], resources: { gpus: 2 }, max_restarts: 0 });
+  await waitFor('the first job to run', 120_000, async () => (await admin.call('GET', '/jobs/' + holder.id)).state === 'RUNNING', 500);
+  const waiting = [];
+  for (const [name, gpus] of [['waits-for-gpus', 2], ['waits-too', 1]])
+    waiting.push((await admin.call('POST', '/jobs', { name, team: 'default', command: ['/bin/true'], resources: { gpus }, max_restarts: 0 })).id);
+  const forecast = await waitFor('both waiting jobs in the forecast', 60_000, async () => {
+    const q = await admin.call('GET', '/queue');
+    return waiting.every((id) => q.jobs.some((j) => j.id === id)) && q;
+  }, 500);
   await admin.call('POST', '/webhooks', { team: 'default', url: 'http://127.0.0.1:9/hook', events: ['job.failed'] });
   await admin.call('POST', '/datasets', { name: 'line3-photos', uri: s.storage + '/line3', site: 'default', classification: 'confidential', team: 'default' });
   await admin.call('POST', '/tokens', { name: 'ci' });
 
-  const browser = await openBrowser(t, chromium);
   for (const lang of ['zh-CN', 'en']) {
     for (const [size, viewport] of SIZES) {
-      const page = await newPage(browser, { viewport, lang });
+      const page = await newPage(s, { viewport, lang });
       await signIn(page, s.base, 'admin', s.password);
       assert.equal(await page.evaluate(() => document.documentElement.lang), lang);
       for (const name of PAGES) {
         await open(page, '#/' + name);
         // Each page's own data, to be sure the walk sees a drawn page.
-        if (name === 'queue') await need(page, 'tr[data-key] a[href^="#/jobs/"]');
+        if (name === 'queue') {
+          // Each waiting job in the forecast's order, its reason in words.
+          await need(page, `tr[data-key="${waiting[1]}"] .badge`);
+          const shown = await page.$$eval('tbody tr[data-key]', (trs) => trs.map((tr) => ({ id: tr.dataset.key, pos: tr.children[0].textContent,
+            code: tr.querySelector('.badge') && tr.querySelector('.badge').title, text: tr.querySelector('.badge') && tr.querySelector('.badge').textContent })));
+          assert.deepEqual(shown.map((r) => r.id), forecast.jobs.map((j) => j.id), 'the scheduling order');
+          for (const r of shown) {
+            assert.ok(['gpus', 'reserved', 'priority', 'quota'].includes(r.code), `job ${r.id} waits for ${r.code}`);
+            assert.ok(r.text && r.text !== r.code && !/\{|—/.test(r.text), `job ${r.id}'s reason: ${r.text}`);
+          }
+        }
         if (name === 'nodes') await need(page, 'article.node .gpu');
         if (name === 'admin') await need(page, '#admin-sites tr[data-key]');
         if (name === 'account') await need(page, 'tr[data-key]');
@@ -54,14 +71,22 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
           await need(page, '#chain-status [data-valid="true"]');
         }
         await page.screenshot({ path: path.join(SHOTS, `admin-pages-${name}-${lang}-${size}.png`), fullPage: true });
-        const o = await overflow(page);
-        assert.ok(o.scrollWidth <= o.width && o.bad.length === 0, `${name} ${lang} ${size} scrolls sideways: ${JSON.stringify(o)}`);
-        assert.deepEqual(await missingKeys(page), [], `${name} ${lang}: keys missing from the catalog`);
+        const o = await pageOverflow(page);
+        assert.ok(o.scrollWidth <= o.clientWidth && o.wide.length === 0, `${name} ${lang} ${size} scrolls sideways: ${JSON.stringify(o)}`);
+        assert.deepEqual(await untranslated(page), [], `${name} ${lang}: untranslated keys`);
       }
       // Leaving a page ends its pollers: the job list is left with its own.
       await open(page, '#/nodes');
       const onNodes = await page.evaluate(() => window.__ty.pollers);
       assert.ok(onNodes >= 1, 'the nodes page polls');
+      if (lang === 'zh-CN' && size === 'wide') {
+        // Updated in place: the drain button keeps focus while polls redraw
+        // the card's heartbeat next to it.
+        await page.focus('article.node [data-action="drain"]');
+        const seen = await page.innerText('article.node dl.kv');
+        await waitFor('a poll to redraw the heartbeat', 30_000, async () => (await page.innerText('article.node dl.kv')) !== seen, 500);
+        assert.equal(await page.evaluate(() => document.activeElement.dataset.action), 'drain', 'a poll took the focus away');
+      }
       await open(page, '#/account');
       await waitFor('the nodes poller to stop', 10_000, () => page.evaluate(() => window.__ty.pollers === 0));
       assert.deepEqual(page.problems, [], `${lang} ${size}: the browser reported errors`);
@@ -70,11 +95,13 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
   }
 
   // A refused form, in Chinese: the code's text, the field marked, no English.
-  const page = await newPage(browser, { lang: 'zh-CN', allowed: (url, text) => url.endsWith('/api/v1/sites') && text.includes('400') });
+  const page = await newPage(s, { lang: 'zh-CN', allow: ['/api/v1/sites'] });
   await signIn(page, s.base, 'admin', s.password);
   await open(page, '#/admin');
-  await page.fill('#s-name', 'Bad Name!');
-  await page.click('#admin-sites button[type=submit]');
+  // By keyboard only: focus the field, type, Enter submits.
+  await page.focus('#s-name');
+  await page.keyboard.type('Bad Name!');
+  await page.keyboard.press('Enter');
   const alert = page.locator('#admin-sites .alert.error');
   await alert.waitFor();
   const text = await alert.innerText();
@@ -82,5 +109,17 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
   assert.doesNotMatch(text, /[A-Za-z]{4,}/, `English on the Chinese page: ${text}`);
   assert.equal(await page.getAttribute('#s-name', 'aria-invalid'), 'true');
   assert.equal(await page.evaluate(() => document.activeElement.id), 's-name');
+  // Corrected from the keyboard: select the name, type another, Tab to the
+  // roots, type one, Tab to the networks, Tab to the button, Enter.
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('plant-k');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(s.storage + '/plant-k');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.type), 'submit');
+  await page.keyboard.press('Enter');
+  await need(page, '#admin-sites tr[data-key] >> text=plant-k');
+  assert.equal(await page.getAttribute('#s-name', 'aria-invalid'), null, 'the mark stays after the fix');
   assert.deepEqual(page.problems, []);
 });

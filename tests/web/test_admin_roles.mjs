@@ -15,25 +15,23 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { requirements, startStack, api, openBrowser, newPage, signIn, open, waitFor, BUILD, SHOTS } from './admin_stack.mjs';
+import { startStack, rest, newPage, signIn, open, waitFor, BUILD, SHOTS } from './admin_stack.mjs';
 
 const JOB_MS = 300_000;
 
 test('members see no admin action; admins join a node and approve another admin\'s export', { timeout: 840_000 }, async (t) => {
-  const chromium = await requirements();
   const s = await startStack(t, 'admin-roles');
-  const admin = await api(s.base, 'admin', s.password);
+  const admin = await rest(s.base, 'admin', s.password);
   const team = (await admin.call('GET', '/teams')).teams.find((x) => x.name === 'default');
   const made = {};
   for (const [name, role] of [['mia', 'member'], ['ada', 'admin']]) {
     made[name] = await admin.call('POST', '/users', { username: name, role, password: `pw-${name}-0123456789` });
     await admin.call('PUT', `/teams/${team.id}/members/${made[name].id}`);
   }
-  const browser = await openBrowser(t, chromium);
 
   // 1. The member.
   {
-    const page = await newPage(browser, { lang: 'zh-CN' });
+    const page = await newPage(s, { lang: 'zh-CN' });
     await signIn(page, s.base, 'mia', 'pw-mia-0123456789');
     const nav = await page.$$eval('#nav a', (as) => as.map((a) => a.getAttribute('href')));
     assert.ok(nav.includes('#/nodes') && nav.includes('#/queue') && nav.includes('#/account'), `nav: ${nav}`);
@@ -56,7 +54,7 @@ test('members see no admin action; admins join a node and approve another admin\
   }
 
   // 2. The admin: a site, a join token, the pasted command joins a node there.
-  const page = await newPage(browser, { lang: 'zh-CN' });
+  const page = await newPage(s, { lang: 'zh-CN' });
   await signIn(page, s.base, 'admin', s.password);
   await open(page, '#/admin');
   await page.fill('#s-name', 'plant-b');
@@ -105,13 +103,13 @@ test('members see no admin action; admins join a node and approve another admin\
   }, 1000);
   assert.equal(done.state, 'SUCCEEDED', `job ended ${done.state}: ${done.reason}`);
   assert.equal(done.classification, 'confidential');
-  const ada = await api(s.base, 'ada', 'pw-ada-0123456789');
+  const ada = await rest(s.base, 'ada', 'pw-ada-0123456789');
   const req = await ada.call('POST', `/jobs/${job.id}/exports`, { path: 'model.txt', reason: 'ship to plant-b' });
   assert.equal(req.state, 'pending');
 
   // ada's own view: the request, no approve or deny, a withdraw.
   {
-    const p2 = await newPage(browser, { lang: 'en' });
+    const p2 = await newPage(s, { lang: 'en' });
     await signIn(p2, s.base, 'ada', 'pw-ada-0123456789');
     await open(p2, '#/admin');
     const row = p2.locator(`#admin-exports tr[data-key="${req.id}"]`);

@@ -10,22 +10,20 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { requirements, startStack, api, openBrowser, newPage, signIn, open, waitFor, BUILD, SHOTS } from './admin_stack.mjs';
+import { startStack, rest, newPage, signIn, open, waitFor, BUILD, SHOTS } from './admin_stack.mjs';
 
 const ids = (page) => page.$$eval('.audit-table tbody tr[data-key]', (trs) => trs.map((tr) => Number(tr.dataset.key)));
 
 test('an auditor pages, filters and exports the audit trail, and the CLI verifies the export', { timeout: 840_000 }, async (t) => {
-  const chromium = await requirements();
   const s = await startStack(t, 'audit-export');
-  const admin = await api(s.base, 'admin', s.password);
+  const admin = await rest(s.base, 'admin', s.password);
   await admin.call('POST', '/users', { username: 'aud', role: 'auditor', password: 'pw-aud-0123456789' });
   // More than two pages of events: 220 API tokens (each a token.create).
   for (let i = 0; i < 220; i++) await admin.call('POST', '/tokens', { name: 'tok-' + i });
   // A policy violation: a dataset path outside the default site's roots.
   const refused = await admin.call('POST', '/jobs', { name: 'outside', team: 'default', command: ['/bin/true'], resources: { gpus: 1 }, datasets: ['/etc'] }, true);
   assert.equal(refused.status, 403);
-  const browser = await openBrowser(t, chromium);
-  const page = await newPage(browser, { lang: 'zh-CN' });
+  const page = await newPage(s, { lang: 'zh-CN' });
   await signIn(page, s.base, 'aud', 'pw-aud-0123456789');
   const nav = await page.$$eval('#nav a', (as) => as.map((a) => a.getAttribute('href')));
   assert.ok(nav.includes('#/audit') && !nav.includes('#/admin'), `an auditor's nav: ${nav}`);

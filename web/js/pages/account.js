@@ -23,6 +23,7 @@ export function render(main, ctx) {
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, t('account.create_token'))));
   f.addEventListener('submit', async (ev) => {
     ev.preventDefault();
+    showError(h('div'), null, f);
     try {
       const body = { name: name.value.trim() };
       if (exp.value) body.expires_in_s = Number(exp.value);
@@ -71,6 +72,7 @@ export function render(main, ctx) {
       h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, t('account.change_password'))));
     pf.addEventListener('submit', async (ev) => {
       ev.preventDefault();
+      showError(h('div'), null, pf);
       if (p1.value !== p2.value) {
         showError(pOut, { code: 'password_mismatch', field: 'password_again' }, pf);
         return;
@@ -90,5 +92,5 @@ export function render(main, ctx) {
   main.append(h('div', { class: 'page-head' }, h('h1', null, t('account.title')), h('span', { class: 'muted' }, me.username || '')),
     card(t('account.tokens'), h('p', { class: 'muted small' }, t('account.tokens_help')), f, out, msg, tb.el),
     card(t('account.password'), pw));
-  load();
+  load().then(() => ctx.loaded());
 }

@@ -19,7 +19,8 @@ const EXPORT_TONE = { pending: 'warn', approved: 'ok', downloaded: 'ok', denied:
 
 function form(onSubmit, ...kids) {
   const f = h('form', { class: 'form-grid admin-form', novalidate: true }, kids);
-  f.addEventListener('submit', (ev) => { ev.preventDefault(); onSubmit(f); });
+  // Each try starts with no field marked; a refusal marks its field again.
+  f.addEventListener('submit', (ev) => { ev.preventDefault(); showError(h('div'), null, f); onSubmit(f); });
   return f;
 }
 
@@ -374,9 +375,7 @@ export function render(main, ctx) {
       c.querySelector('h2').setAttribute('tabindex', '-1');
       return c;
     }));
-  loadLists();
-  loadPolicy();
-  loadDatasets();
+  Promise.all([loadLists(), loadPolicy(), loadDatasets(), loadHooks(), loadExports()]).then(() => ctx.loaded());
   ctx.poll(() => Promise.all([loadHooks(), loadExports(), loadDeliveries()]), 5000);
 }
 

@@ -61,7 +61,7 @@ export function render(main, ctx) {
       { label: t('audit.target') }, { label: t('audit.outcome') }, { label: t('audit.details') }],
     rowClass: (e) => (e.action === 'policy.violation' ? 'row-violation' : e.outcome !== 'success' ? 'row-refused' : ''),
     cells: (e) => [String(e.id), h('span', { class: 'nowrap' }, fmtTime(e.ts)), h('code', null, e.actor || ''),
-      [e.action === 'policy.violation' ? badge('bad', t('audit.violation')) : null, ' ', h('span', { title: e.action }, tOr('audit.act.' + e.action, null, e.action))],
+      [e.action === 'policy.violation' ? badge('bad', t('audit.violation')) : null, ' ', h('span', { 'data-action': e.action }, tOr('audit.act.' + e.action, null, e.action))],
       h('code', { class: 'wrap' }, e.target || ''),
       badge(OUTCOME_TONE[e.outcome] || 'muted', tOr('audit.outcome.' + e.outcome, null, e.outcome), e.outcome),
       e.details && Object.keys(e.details).length ? h('code', { class: 'small wrap details' }, JSON.stringify(e.details)) : ''],
@@ -205,7 +205,6 @@ export function render(main, ctx) {
       h('h3', null, t('audit.offline')), h('ol', { class: 'steps' },
         h('li', null, t('audit.step_download')), h('li', null, t('audit.step_key')),
         h('li', null, t('audit.step_verify'), cmd, copyButton(cmdText, t('audit.copy_command'))), h('li', null, t('audit.step_result')))));
-  loadPage(0);
-  loadCheckpoints(false);
+  Promise.all([loadPage(0), loadCheckpoints(false)]).then(() => ctx.loaded());
   verify();
 }

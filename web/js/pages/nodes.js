@@ -106,7 +106,7 @@ export function render(main, ctx) {
     patch(c.info, [n.site, n.labels, n.interconnect, n.nccl_probe, n.capabilities, n.state, seenMin, n.gpus_allocated, (n.gpus || []).length], () => [
       h('dt', null, t('nodes.health')), h('dd', null, health(n), ' ', h('span', { class: 'small muted' }, t('nodes.seen_at', { time: fmtTime(n.last_seen_at) }))),
       h('dt', null, t('nodes.site')), h('dd', null, n.site || '—'),
-      h('dt', null, t('nodes.labels')), h('dd', null, Object.entries(n.labels || {}).map(([k, v]) => h('span', { class: 'pill' }, `${k}=${v}`))),
+      h('dt', null, t('nodes.labels')), h('dd', null, Object.keys(n.labels || {}).length ? Object.entries(n.labels).map(([k, v]) => h('span', { class: 'pill' }, `${k}=${v}`)) : '—'),
       h('dt', null, t('nodes.allocated')), h('dd', null, `${n.gpus_allocated ?? 0} / ${(n.gpus || []).length}`),
       h('dt', null, t('nodes.interconnect')), h('dd', null, interconnect(n)),
       h('dt', null, t('nodes.probe')), h('dd', null, probeBw(n))]);
@@ -132,6 +132,7 @@ export function render(main, ctx) {
       }
       if (nodes.length) empty.remove(); else if (!empty.parentNode) list.append(empty);
       showError(msg, null);
+      ctx.loaded();
     } catch (e) { showError(msg, e); }
   }
 

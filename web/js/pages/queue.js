@@ -17,8 +17,17 @@ const REASON_TONE = { none: 'ok', gpus: 'warn', quota: 'warn', priority: 'info',
 export function reasonText(reason) {
   if (!reason || !reason.code) return t('queue.reason.unknown');
   const p = Object.assign({}, reason.params || {});
+  // A member is not told which job of another team is in the way.
+  if ((reason.code === 'priority' || reason.code === 'reserved') && (p.other_job_id === null || p.other_job_id === undefined))
+    return t('queue.reason.' + reason.code + '_hidden');
   for (const k of Object.keys(p)) if (p[k] === null || p[k] === undefined) p[k] = '—';
   return tOr('queue.reason.' + reason.code, p, t('queue.reason.other', { code: reason.code }));
+}
+
+// The predicted run time and where it came from.
+function predictionText(pr) {
+  if (!pr || typeof pr.run_s !== 'number') return t('queue.run_unknown');
+  return t('queue.run', { d: fmtDuration(pr.run_s), source: tOr('queue.source.' + pr.source, null, pr.source || '') });
 }
 
 function startText(j, now) {
@@ -41,7 +50,7 @@ export function render(main, ctx) {
   const cols = [
     { label: t('queue.position'), cls: 'num' }, { label: t('queue.job') }, { label: t('queue.team') },
     { label: t('queue.user') }, { label: t('queue.priority') }, { label: t('queue.gpus'), cls: 'num' },
-    { label: t('queue.submitted') }, { label: t('queue.start') }, { label: t('queue.reason') },
+    { label: t('queue.submitted') }, { label: t('queue.start') }, { label: t('queue.reason') }, { label: t('queue.prediction') },
   ];
   const tb = liveTable({
     caption: t('queue.title'), columns: cols, empty: t('queue.empty'), key: (j) => j.id,
@@ -58,6 +67,7 @@ export function render(main, ctx) {
         h('span', { class: 'nowrap' }, fmtTime(j.submitted_at || j.created_at)),
         forecast ? startText(j, now) : h('span', { class: 'muted' }, t('queue.no_estimate')),
         forecast && r ? badge(REASON_TONE[r.code] || 'muted', reasonText(r), r.code) : h('span', { class: 'muted' }, '—'),
+        forecast ? predictionText(j.prediction) : h('span', { class: 'muted' }, '—'),
       ];
     },
   });
@@ -83,6 +93,7 @@ export function render(main, ctx) {
       }
       tb.update(jobs);
       showError(msg, null);
+      ctx.loaded();
     } catch (e) { showError(msg, e); }
   }
 
