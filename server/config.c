@@ -71,6 +71,11 @@ static const struct opt opts[] = {
     I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
     I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
     I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
+    {"metrics_token", OPT_STR, offsetof(struct srv_config, metrics_token),
+     sizeof(((struct srv_config *)0)->metrics_token), 0, 0, 1,
+     "bearer token that GET /metrics requires (docs/metrics.md)"},
+    S(metrics_listen, "IPv4 address:port that alone serves /metrics; none = the API's"),
+    I(metrics_cache_ms, 0, 600000, "how long /metrics reuses the cluster's state read, in ms"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -98,6 +103,7 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->audit_checkpoint_interval_s = 3600;
     cfg->export_link_ttl_s = 86400;
     cfg->webhook_timeout_ms = 5000;
+    cfg->metrics_cache_ms = 5000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

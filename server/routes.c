@@ -5,6 +5,7 @@
 #include "routes.h"
 
 #include "api.h"
+#include "api_metrics.h"
 #include "srv.h"
 
 #define R(m, p, a, h)                                                                              \
@@ -14,6 +15,8 @@
 
 static const struct router_route table[] = {
     R("GET", "/healthz", SRV_AUTH_NONE, api_healthz),
+    /* Its own access rule: the metrics token or listener (api_metrics.h). */
+    R("GET", "/metrics", SRV_AUTH_NONE, api_metrics),
     R("POST", "/api/v1/advisor", SRV_AUTH_USER, api_advisor),
     R("GET", "/api/v1/agent/assignments", SRV_AUTH_AGENT, api_agent_assignments),
     R("POST", "/api/v1/agent/attempts/{id}/exit", SRV_AUTH_AGENT, api_agent_exit),

@@ -151,6 +151,8 @@ class AuthzMatrixTest(ServerTest):
         rows = [
             ("GET", "/healthz", "/healthz", None, [200, 200, 200, 200, 200]),
             ("GET", "/readyz", "/readyz", None, [200, 200, 200, 200, 200]),
+            # No metrics token nor listener here: metrics are off for everyone.
+            ("GET", "/metrics", "/metrics", None, [404] * 5),
             # Read-only for every signed-in user: a plan, nothing stored.
             ("POST", "/api/v1/advisor", "/api/v1/advisor",
              {"model": {"name": "gpt2"}, "global_batch": 8,
