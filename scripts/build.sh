@@ -10,3 +10,7 @@ step_init build build-release/log
 step --live deps scripts/deps.sh build
 step configure env CC="${CC:-clang}" cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release
 step --live build cmake --build build-release -j"$(nproc)"
+# The API reference page that trainyard-server serves (api_docs_dir=docs/api).
+if [ -f docs/api/package-lock.json ]; then
+  step npm-api-docs npm ci --prefix docs/api --no-audit --no-fund --ignore-scripts --omit=dev
+fi

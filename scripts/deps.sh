@@ -8,9 +8,10 @@
 # tests point it elsewhere.
 set -euo pipefail
 
+# nodejs and npm: the API reference page's npm packages (docs/api).
 want=(build-essential clang cmake pkg-config make
       libmicrohttpd-dev libpq-dev libjansson-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
-      postgresql python3 clang-format curl ca-certificates)
+      postgresql python3 clang-format curl ca-certificates nodejs npm)
 case "${1:-build}" in
   # The browser tests (tests/web) drive Chromium with playwright-core from npm.
   # The example training scripts (tests/integration/test_examples.py) learn

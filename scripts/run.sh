@@ -30,6 +30,10 @@ if [ -z "$build" ]; then
   build="build-release"
   step configure env CC="${CC:-clang}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF
   step --live build cmake --build "$build" -j"$(nproc)" --target trainyard-server trainyard-worker trainyard
+  # The API reference page (Swagger UI) at /api/v1/docs, pinned by its lock file.
+  if [ -f docs/api/package-lock.json ]; then
+    step npm-api-docs npm ci --prefix docs/api --no-audit --no-fund --ignore-scripts --omit=dev
+  fi
 fi
 
 chmod 755 "$var"
@@ -85,6 +89,7 @@ mkdir -p "$var/server" "$var/storage" "$var/worker"
 export TRAINYARD_DATA_DIR=$var/server
 export TRAINYARD_STORAGE_ROOT=$var/storage
 export TRAINYARD_WEB_DIR=$top/web
+export TRAINYARD_API_DOCS_DIR=$top/docs/api
 export TRAINYARD_TEMPLATES_DIR=$top/templates
 # The templates' scripts: one path, the same on every node (here: this one).
 export TRAINYARD_EXAMPLES_DIR=$top/examples

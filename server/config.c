@@ -76,6 +76,7 @@ static const struct opt opts[] = {
      "bearer token that GET /metrics requires (docs/metrics.md)"},
     S(metrics_listen, "IPv4 address:port that alone serves /metrics; none = the API's"),
     I(metrics_cache_ms, 0, 600000, "how long /metrics reuses the cluster's state read, in ms"),
+    S(api_docs_dir, "directory of the API reference page (docs/api after npm ci); none = off"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

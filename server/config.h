@@ -48,6 +48,7 @@ struct srv_config {
     char metrics_token[SRV_CFG_STR];  /* bearer token for GET /metrics; secret; "" = none */
     char metrics_listen[SRV_CFG_STR]; /* "127.0.0.1:9464": /metrics only there; "" = API's */
     int metrics_cache_ms;             /* how long /metrics reuses the cluster's state */
+    char api_docs_dir[SRV_CFG_STR];   /* the API reference page (docs/api); "" = not served */
 };
 
 /* Fill cfg with the defaults. */
