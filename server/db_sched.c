@@ -17,6 +17,7 @@
 #include "db_plan.h"
 #include "jobplan.h"
 #include "log.h"
+#include "metrics.h"
 #include "srv.h"
 
 #define SCHED_ACTOR "system:scheduler"
@@ -514,6 +515,8 @@ static enum rc apply_body(void *arg)
                  pe->reason == SCHED_PREEMPT_QUOTA ? "team quota" : "least attained service");
         rc = db_job_transition(c, pe->job_id, running, "RESTARTING", reason, SCHED_ACTOR, "",
                                "sched");
+        if (rc == RC_OK)
+            metrics_job_preempted(); /* counted again if the transaction is retried (rare) */
         if (rc == RC_ECONFLICT || rc == RC_ENOTFOUND) {
             rc = RC_OK;
             continue;

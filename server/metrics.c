@@ -52,7 +52,7 @@ static struct {
 } g_sched;
 
 static _Atomic uint64_t g_pool_waits, g_pool_wait_us, g_pool_timeouts;
-static _Atomic uint64_t g_webhook_failures, g_job_restarts;
+static _Atomic uint64_t g_webhook_failures, g_job_restarts, g_job_preemptions;
 /* Wall clock at metrics_mark_start(); 0 until then. */
 static _Atomic int64_t g_start_s;
 
@@ -135,6 +135,11 @@ void metrics_webhook_failure(void)
 void metrics_job_restart(void)
 {
     add(&g_job_restarts, 1);
+}
+
+void metrics_job_preempted(void)
+{
+    add(&g_job_preemptions, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -315,6 +320,9 @@ static void render_process(const struct srv_app *app, struct out *o)
     head(o, "trainyard_job_restarts_total", "counter",
          "Jobs this replica moved to RESTARTING after a failed or lost attempt");
     put(o, "trainyard_job_restarts_total %llu\n", (unsigned long long)get(&g_job_restarts));
+    head(o, "trainyard_job_preemptions_total", "counter",
+         "Running jobs the scheduler preempted (they restart when GPUs free up)");
+    put(o, "trainyard_job_preemptions_total %llu\n", (unsigned long long)get(&g_job_preemptions));
 }
 
 static const char *const job_states[] = {"QUEUED",     "PLACED",    "STARTING", "RUNNING",

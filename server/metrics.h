@@ -52,8 +52,11 @@ void metrics_db_pool_wait(int64_t waited_us, int timed_out);
 /* A webhook delivery attempt that failed (any reason). */
 void metrics_webhook_failure(void);
 
-/* A job this process moved to RESTARTING. */
+/* A job this process moved to RESTARTING after a failed or lost attempt. */
 void metrics_job_restart(void);
+
+/* A running job the scheduler preempted (moved to RESTARTING). */
+void metrics_job_preempted(void);
 
 /*
  * The whole exposition: the process's counters, then the cluster's state

@@ -106,6 +106,7 @@ static void test_process_counters(void **state)
     metrics_webhook_failure();
     metrics_job_restart();
     metrics_job_restart();
+    metrics_job_preempted();
     text = render(NULL);
     assert_non_null(strstr(text, "trainyard_scheduler_pass_duration_seconds_bucket{le=\"0.005\"} "
                                  "1\n"));
@@ -119,6 +120,7 @@ static void test_process_counters(void **state)
     assert_non_null(strstr(text, "trainyard_db_pool_connections 7\n"));
     assert_non_null(strstr(text, "trainyard_webhook_delivery_failures_total 1\n"));
     assert_non_null(strstr(text, "trainyard_job_restarts_total 2\n"));
+    assert_non_null(strstr(text, "trainyard_job_preemptions_total 1\n"));
     free(text);
 }
 
