@@ -3,7 +3,8 @@ them: GET /api/v1/openapi.json is docs/openapi.json byte for byte, a real
 OpenAPI validator from npm (@seriousme/openapi-schema-validator, run
 offline) accepts the document and refuses a broken one, every documented
 operation reaches a route of the running server (never the router's "no such
-route"), and the reference page comes from docs/api (Swagger UI installed by
+route"), the answers of the main reads and writes fit their documented
+schemas, and the reference page comes from docs/api (Swagger UI installed by
 npm ci), with nothing from another host. tests/unit/test_openapi.c checks the
 document against the route table both ways."""
 import copy
@@ -32,6 +33,43 @@ def validate(path):
     p = subprocess.run(["node", os.path.join(API_DIR, "validate.mjs"), path], capture_output=True,
                        text=True, timeout=120, env=dict(os.environ, NO_UPDATE_NOTIFIER="1"))
     return p.returncode, p.stdout + p.stderr
+
+
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def schema_problems(doc, schema, value, where):
+    """What value breaks in schema: the subset of JSON Schema the document
+    uses ($ref, type, enum, properties, items, additionalProperties)."""
+    if "$ref" in schema:
+        node = doc
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        return schema_problems(doc, node, value, where)
+    out = []
+    if "enum" in schema and value not in schema["enum"]:
+        out.append("%s: %r not in %r" % (where, value, schema["enum"]))
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+        ok = any((t == "integer" and isinstance(value, int) and not isinstance(value, bool)) or
+                 (t == "number" and isinstance(value, (int, float)) and not isinstance(value, bool))
+                 or (t in TYPES and isinstance(value, TYPES[t])) for t in types)
+        if not ok:
+            return out + ["%s: %r is not %s" % (where, value, "/".join(types))]
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for k, v in value.items():
+            if k in props:
+                out += schema_problems(doc, props[k], v, where + "." + k)
+            elif isinstance(schema.get("additionalProperties"), dict):
+                out += schema_problems(doc, schema["additionalProperties"], v, where + "." + k)
+            elif schema.get("additionalProperties") is False:
+                out.append("%s: %s is not documented" % (where, k))
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, v in enumerate(value):
+            out += schema_problems(doc, schema["items"], v, "%s[%d]" % (where, i))
+    return out
 
 
 class OpenApiTest(ServerTest):
@@ -84,6 +122,44 @@ class OpenApiTest(ServerTest):
                 if st == 405 or (st == 404 and msg.startswith("no such route")):
                     unrouted.append("%s %s: %d %s" % (method, path, st, msg))
         self.assertFalse(unrouted, "\n".join(unrouted))
+
+    def test_answers_match_the_documented_schemas(self):
+        with open(DOC) as f:
+            doc = json.load(f)
+        team = self.make_team("oa", quota=4)
+        st, job, _ = self.admin.post("/api/v1/jobs", self.job_spec("oa", resources={"gpus": 64}))
+        self.assertEqual(st, 201, job)
+        calls = [("post", "/api/v1/jobs", None, None), ("get", "/api/v1/me", "/api/v1/me", None),
+                 ("get", "/api/v1/jobs", "/api/v1/jobs", None),
+                 ("get", "/api/v1/jobs/{id}", "/api/v1/jobs/" + job["id"], None),
+                 ("get", "/api/v1/jobs/{id}/events", "/api/v1/jobs/%s/events" % job["id"], None),
+                 ("get", "/api/v1/teams", "/api/v1/teams", None),
+                 ("get", "/api/v1/teams/{id}", "/api/v1/teams/" + team["id"], None),
+                 ("get", "/api/v1/nodes", "/api/v1/nodes", None),
+                 ("get", "/api/v1/users", "/api/v1/users", None),
+                 ("get", "/api/v1/sites", "/api/v1/sites", None),
+                 ("get", "/api/v1/policy", "/api/v1/policy", None),
+                 ("get", "/api/v1/tokens", "/api/v1/tokens", None),
+                 ("get", "/api/v1/audit/events", "/api/v1/audit/events", None),
+                 ("get", "/api/v1/audit/verify", "/api/v1/audit/verify", None),
+                 ("get", "/readyz", "/readyz", None),
+                 ("post", "/api/v1/jobs/{id}/cancel", "/api/v1/jobs/%s/cancel" % job["id"], {})]
+        problems = []
+        for method, pattern, path, body in calls:
+            if path is None:
+                got, st = job, "201"
+            else:
+                code, got, _ = self.admin.request(method.upper(), path, body=body)
+                st = str(code)
+            op = doc["paths"][pattern][method]
+            self.assertIn(st, op["responses"], "%s %s answered %s, not documented" % (
+                method, pattern, st))
+            schema = op["responses"][st]["content"]["application/json"]["schema"]
+            problems += schema_problems(doc, schema, got, "%s %s" % (method, pattern))
+        self.assertFalse(problems, "\n".join(problems))
+        # The checker is real: a wrong type is found.
+        self.assertTrue(schema_problems(doc, {"$ref": "#/components/schemas/Job"},
+                                        dict(job, gpus="many"), "job"))
 
     def test_reference_page_served_locally(self):
         anon = Client(self.server.url)
