@@ -19,7 +19,8 @@ case "${1:-build}" in
   # promtool (in Debian's prometheus) checks what /metrics writes
   # (tests/integration/test_metrics.py).
   test) want+=(python3-torch python3-torchvision python3-sklearn python3-pil fortunes-zh
-               iproute2 nftables chromium fonts-noto-cjk nodejs npm prometheus) ;;
+               iproute2 nftables chromium fonts-noto-cjk nodejs npm openssl systemd
+               prometheus) ;;
   bench) want+=(python3-torch wrk nginx-light slurmctld slurmd slurm-client munge) ;;
 esac
 
