@@ -15,3 +15,7 @@ step --live build cmake --build build-release -j"$(nproc)"
 if [ -f web/vendor/package-lock.json ]; then
   step vendor npm ci --prefix web/vendor --no-audit --no-fund
 fi
+# The API reference page that trainyard-server serves (api_docs_dir=docs/api).
+if [ -f docs/api/package-lock.json ]; then
+  step npm-api-docs npm ci --prefix docs/api --no-audit --no-fund --ignore-scripts --omit=dev
+fi

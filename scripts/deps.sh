@@ -8,6 +8,7 @@
 # tests point it elsewhere.
 set -euo pipefail
 
+# nodejs and npm: the API reference page's npm packages (docs/api).
 want=(build-essential clang cmake pkg-config make
       libmicrohttpd-dev libpq-dev libjansson-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
       postgresql python3 clang-format curl ca-certificates nodejs npm)
@@ -17,8 +18,11 @@ case "${1:-build}" in
   # Chromium with playwright-core from npm.
   # The example training scripts (tests/integration/test_examples.py) learn
   # real data that packages ship: sklearn's digits and fortunes-zh's text.
+  # promtool (in Debian's prometheus) checks what /metrics writes
+  # (tests/integration/test_metrics.py).
   test) want+=(python3-torch python3-torchvision python3-sklearn python3-pil fortunes-zh
-               iproute2 nftables chromium fonts-noto-cjk openssl systemd) ;;
+               iproute2 nftables chromium fonts-noto-cjk openssl systemd
+               prometheus) ;;
   bench) want+=(python3-torch wrk nginx-light slurmctld slurmd slurm-client munge) ;;
 esac
 

@@ -35,6 +35,10 @@ if [ -z "$build" ]; then
   if [ -f web/vendor/package-lock.json ]; then
     step vendor npm ci --prefix web/vendor --no-audit --no-fund
   fi
+  # The API reference page (Swagger UI) at /api/v1/docs, pinned by its lock file.
+  if [ -f docs/api/package-lock.json ]; then
+    step npm-api-docs npm ci --prefix docs/api --no-audit --no-fund --ignore-scripts --omit=dev
+  fi
 fi
 
 chmod 755 "$var"
@@ -90,6 +94,7 @@ mkdir -p "$var/server" "$var/storage" "$var/worker"
 export TRAINYARD_DATA_DIR=$var/server
 export TRAINYARD_STORAGE_ROOT=$var/storage
 export TRAINYARD_WEB_DIR=$top/web
+export TRAINYARD_API_DOCS_DIR=$top/docs/api
 export TRAINYARD_TEMPLATES_DIR=$top/templates
 # The templates' scripts: one path, the same on every node (here: this one).
 export TRAINYARD_EXAMPLES_DIR=$top/examples

@@ -22,6 +22,11 @@ fi
 if [ -f tests/web/package-lock.json ]; then
   step npm npm ci --prefix tests/web --no-audit --no-fund
 fi
+# The API reference page (Swagger UI) and the OpenAPI validator of the tests,
+# pinned by docs/api/package-lock.json; no install scripts run.
+if [ -f docs/api/package-lock.json ]; then
+  step npm-api-docs npm ci --prefix docs/api --no-audit --no-fund --ignore-scripts
+fi
 
 pgdir=$(mktemp -d /tmp/trainyard-test-pg.XXXXXX)
 chmod 755 "$pgdir"

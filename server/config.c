@@ -81,6 +81,12 @@ static const struct opt opts[] = {
       "forecast run time of a job with no prediction and no time limit; 0 = 1 hour"),
     I(gpu_idle_util_pct, 1, 100, "an allocated GPU below this utilization (%) counts as idle"),
     I(gpu_idle_min_s, 1, 7 * 86400, "seconds an allocated GPU must stay idle to be flagged"),
+    {"metrics_token", OPT_STR, offsetof(struct srv_config, metrics_token),
+     sizeof(((struct srv_config *)0)->metrics_token), 0, 0, 1,
+     "bearer token that GET /metrics requires (docs/metrics.md)"},
+    S(metrics_listen, "IPv4 address:port that alone serves /metrics; none = the API's"),
+    I(metrics_cache_ms, 0, 600000, "how long /metrics reuses the cluster's state read, in ms"),
+    S(api_docs_dir, "directory of the API reference page (docs/api after npm ci); none = off"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -111,6 +117,7 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->forecast_interval_ms = 1000;
     cfg->gpu_idle_util_pct = 80;
     cfg->gpu_idle_min_s = 3600;
+    cfg->metrics_cache_ms = 5000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

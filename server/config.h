@@ -53,6 +53,10 @@ struct srv_config {
     int forecast_horizon_s;     /* simulate the queue this far ahead; 0 = 30 days */
     int forecast_max_events;    /* bound on simulated events; 0 = 4 x (queued + running) */
     int forecast_default_run_s; /* run time of a job with no prediction and no limit; 0 = 1 h */
+    char metrics_token[SRV_CFG_STR];  /* bearer token for GET /metrics; secret; "" = none */
+    char metrics_listen[SRV_CFG_STR]; /* "127.0.0.1:9464": /metrics only there; "" = API's */
+    int metrics_cache_ms;             /* how long /metrics reuses the cluster's state */
+    char api_docs_dir[SRV_CFG_STR];   /* the API reference page (docs/api); "" = not served */
 };
 
 /* Fill cfg with the defaults. */

@@ -18,6 +18,7 @@
 #include <libpq-events.h>
 
 #include "log.h"
+#include "metrics.h"
 
 /* The generated table of embedded migrations (cmake/embed.cmake). */
 struct ty_embedded {
@@ -113,6 +114,7 @@ PGconn *db_acquire(struct db *db, int timeout_ms)
     struct timespec deadline;
     PGconn *conn;
     int idx = -1;
+    struct timespec wait_start = {0, 0}; /* set when no slot was free at once */
 
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += timeout_ms / 1000;
@@ -132,12 +134,21 @@ PGconn *db_acquire(struct db *db, int timeout_ms)
                 idx = i;
         if (idx >= 0)
             break;
+        if (wait_start.tv_sec == 0)
+            clock_gettime(CLOCK_MONOTONIC, &wait_start);
         if (pthread_cond_timedwait(&db->freed, &db->lock, &deadline) == ETIMEDOUT)
             break;
     }
     if (idx >= 0)
         db->slots[idx].busy = 1;
     pthread_mutex_unlock(&db->lock);
+    if (wait_start.tv_sec != 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        metrics_db_pool_wait((int64_t)(now.tv_sec - wait_start.tv_sec) * 1000000 +
+                                 (now.tv_nsec - wait_start.tv_nsec) / 1000,
+                             idx < 0);
+    }
     if (idx < 0)
         return NULL;
     conn = db->slots[idx].conn; /* the slot is ours: nobody else writes it */

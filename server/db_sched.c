@@ -17,6 +17,7 @@
 #include "db_plan.h"
 #include "jobplan.h"
 #include "log.h"
+#include "metrics.h"
 #include "srv.h"
 
 #define SCHED_ACTOR "system:scheduler"
@@ -522,6 +523,8 @@ static enum rc apply_body(void *arg)
         rc =
             db_job_transition(c, pe->job_id, running, "RESTARTING", &why, SCHED_ACTOR, "", "sched");
         job_reason_cleanup(&why);
+        if (rc == RC_OK)
+            metrics_job_preempted(); /* counted again if the transaction is retried (rare) */
         if (rc == RC_ECONFLICT || rc == RC_ENOTFOUND) {
             rc = RC_OK;
             continue;

@@ -27,6 +27,7 @@
 #include "db_auth.h"
 #include "jx.h"
 #include "log.h"
+#include "metrics.h"
 #include "router.h"
 #include "routes.h"
 #include "static_files.h"
@@ -41,6 +42,7 @@ struct http_ctx {
     size_t body_len;
     int too_big; /* the body passed the limit: answer 413 */
     int resumed; /* called again after a suspend */
+    int route;   /* routes_table() index or METRICS_ROUTE_*, for metrics.h */
 };
 
 static atomic_int g_inflight;
@@ -533,6 +535,7 @@ static enum rc dispatch(struct http_ctx *ctx)
     if (rc == RC_EMETHOD)
         return srv_fail(req, RC_EMETHOD, "", "method %s is not allowed here", req->method);
     route = m.route;
+    ctx->route = (int)(route - table);
     req->nparams = m.nparams;
     for (int i = 0; i < m.nparams; i++)
         memcpy(req->params[i], m.params[i], sizeof(req->params[i]));
@@ -618,6 +621,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (ctx == NULL)
             return MHD_NO;
         ctx_init(ctx, app, conn, url, method);
+        ctx->route = METRICS_ROUTE_UNMATCHED;
         atomic_fetch_add(&g_inflight, 1);
         *con_cls = ctx;
         cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
@@ -658,8 +662,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (ctx->too_big)
         return send_error_msg(&ctx->req, RC_ETOOBIG, "", "the request body is too large");
     if (strncmp(url, "/api/", 5) != 0 && strcmp(url, "/healthz") != 0 &&
-        strcmp(url, "/readyz") != 0)
+        strcmp(url, "/readyz") != 0 && strcmp(url, "/metrics") != 0) {
+        ctx->route = METRICS_ROUTE_STATIC;
         return serve_static(&ctx->req);
+    }
     return finish(ctx, dispatch(ctx));
 }
 
@@ -674,6 +680,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (ctx == NULL)
         return;
     req = &ctx->req;
+    metrics_http_observe(ctx->route, req->status, srv_mono_us() - req->start_us);
     if (app->cfg->access_log)
         LOG_INFO("http", "request",
                  "req_id=%s method=%s path=\"%.200s\" status=%d duration_us=%lld client=%s%s",

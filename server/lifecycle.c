@@ -11,6 +11,7 @@
 #include "db_audit.h"
 #include "db_jobs.h"
 #include "db_webhooks.h"
+#include "metrics.h"
 
 static const char *const live_states[] = {"PLACED", "STARTING", "RUNNING", NULL};
 
@@ -67,6 +68,8 @@ enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id,
                     counts ? "" : " (does not count against max_restarts)");
     rc = db_job_transition(c, job_id, live_states, "RESTARTING", &why, actor, "", req_id);
     job_reason_cleanup(&why);
+    if (rc == RC_OK)
+        metrics_job_restart(); /* counted again if the transaction is retried (rare) */
     return rc == RC_ECONFLICT ? RC_OK : rc;
 }
 

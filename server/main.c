@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_metrics.h"
 #include "app.h"
 #include "audit_keeper.h"
 #include "cache.h"
@@ -23,6 +24,7 @@
 #include "http.h"
 #include "jx.h"
 #include "log.h"
+#include "metrics.h"
 #include "monitor.h"
 #include "notify.h"
 #include "ratelimit.h"
@@ -139,6 +141,7 @@ int main(int argc, char **argv)
     sigset_t sigs;
     int sig = 0, status = 1;
     struct sched_loop *sched = NULL;
+    struct metrics_listener *metrics = NULL;
     struct monitor *monitor = NULL;
     struct webhooks *hooks = NULL;
     struct audit_keeper *keeper = NULL;
@@ -223,7 +226,8 @@ int main(int argc, char **argv)
         goto out;
     }
     app.tls = &tls;
-    if (http_start(&app) != RC_OK)
+    metrics_mark_start();
+    if (http_start(&app) != RC_OK || metrics_listener_start(&app, &metrics) != RC_OK)
         goto out;
     if (sched_loop_start(&app, &sched) != RC_OK || monitor_start(&app, &monitor) != RC_OK ||
         webhooks_start(&app, &hooks) != RC_OK || audit_keeper_start(&app, &keeper) != RC_OK ||
@@ -244,6 +248,7 @@ out:
     if (app.waiters != NULL)
         waiters_stop(app.waiters);
     http_stop(&app, 10000);
+    metrics_listener_stop(metrics);
     srv_tls_free(&tls);
     waiters_free(app.waiters);
     ratelimit_free(app.login_limit);

@@ -5,6 +5,8 @@
 #include "routes.h"
 
 #include "api.h"
+#include "api_metrics.h"
+#include "api_openapi.h"
 #include "srv.h"
 
 #define R(m, p, a, h)                                                                              \
@@ -14,6 +16,8 @@
 
 static const struct router_route table[] = {
     R("GET", "/healthz", SRV_AUTH_NONE, api_healthz),
+    /* Its own access rule: the metrics token or listener (api_metrics.h). */
+    R("GET", "/metrics", SRV_AUTH_NONE, api_metrics),
     R("POST", "/api/v1/advisor", SRV_AUTH_USER, api_advisor),
     R("GET", "/api/v1/agent/assignments", SRV_AUTH_AGENT, api_agent_assignments),
     R("POST", "/api/v1/agent/attempts/{id}/exit", SRV_AUTH_AGENT, api_agent_exit),
@@ -35,6 +39,9 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/datasets", SRV_AUTH_USER, api_dataset_create),
     R("GET", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_get),
     R("DELETE", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_delete),
+    /* The API's description and its reference page (api_openapi.h). */
+    R("GET", "/api/v1/docs", SRV_AUTH_NONE, api_docs_page),
+    R("GET", "/api/v1/docs/{file}", SRV_AUTH_NONE, api_docs_file),
     /* The token in the path is the credential of a download link. */
     R("GET", "/api/v1/exports/download/{token}", SRV_AUTH_NONE, api_export_download),
     R("GET", "/api/v1/exports", SRV_AUTH_USER, api_export_list),
@@ -58,6 +65,7 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/nodes/join-tokens", SRV_AUTH_ADMIN, api_join_token_create),
     R("POST", "/api/v1/nodes/{id}/drain", SRV_AUTH_ADMIN, api_node_drain),
     R("POST", "/api/v1/nodes/{id}/undrain", SRV_AUTH_ADMIN, api_node_undrain),
+    R("GET", "/api/v1/openapi.json", SRV_AUTH_NONE, api_openapi),
     R("GET", "/api/v1/policy", SRV_AUTH_AUDIT, api_policy_get),
     R("PATCH", "/api/v1/policy", SRV_AUTH_ADMIN, api_policy_update),
     R("GET", "/api/v1/queue", SRV_AUTH_USER, api_queue_get),

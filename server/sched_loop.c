@@ -14,6 +14,7 @@
 #include "db_sched.h"
 #include "forecast.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "sched.h"
 #include "srv.h"
@@ -67,6 +68,7 @@ static void one_pass(struct sched_loop *loop, PGconn *c)
         rc = db_sched_apply(c, &snap, &loop->decisions, loop->app->cfg->rendezvous_port_min,
                             loop->app->cfg->rendezvous_port_max, &placed, loop->touched,
                             SCHED_MAX_TOUCHED, &ntouched);
+    metrics_sched_pass(srv_mono_us() - t0, rc == RC_OK);
     if (rc != RC_OK)
         LOG_WARN("sched", "pass failed", "rc=%s", rc_str(rc));
     else if (placed > 0 || loop->decisions.npreemptions > 0)

@@ -16,6 +16,7 @@
 #include "db_webhooks.h"
 #include "jx.h"
 #include "log.h"
+#include "metrics.h"
 #include "srv.h"
 
 #define WEBHOOK_MAX_ATTEMPTS 8
@@ -228,6 +229,8 @@ static void record_delivery(const struct webhooks *w, const struct db_delivery *
 
     if (retry > 300)
         retry = 300;
+    if (!o->ok)
+        metrics_webhook_failure();
     if (!o->ok)
         LOG_WARN("webhooks", "delivery failed",
                  "delivery_id=%lld attempt=%d status=%ld error=\"%s\"", (long long)d->id,

@@ -158,6 +158,12 @@ class AuthzMatrixTest(ServerTest):
         rows = [
             ("GET", "/healthz", "/healthz", None, [200, 200, 200, 200, 200]),
             ("GET", "/readyz", "/readyz", None, [200, 200, 200, 200, 200]),
+            # No metrics token nor listener here: metrics are off for everyone.
+            ("GET", "/metrics", "/metrics", None, [404] * 5),
+            # The API's description is public; no api_docs_dir here: no page.
+            ("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", None, [200] * 5),
+            ("GET", "/api/v1/docs", "/api/v1/docs", None, [404] * 5),
+            ("GET", "/api/v1/docs/{file}", "/api/v1/docs/index.html", None, [404] * 5),
             # Read-only for every signed-in user: a plan, nothing stored.
             ("POST", "/api/v1/advisor", "/api/v1/advisor",
              {"model": {"name": "gpt2"}, "global_batch": 8,

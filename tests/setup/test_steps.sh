@@ -151,6 +151,18 @@ for s in run:var/log build:build-release/log test:build/log; do
     fail "want npm ci --prefix web/vendor --no-audit --no-fund: $calls"
   grep -q '^pg.sh start' <<<"$calls" && fail "started PostgreSQL after npm failed: $calls"
 done
+# The API reference page's packages: npm ci with its lock file, no scripts.
+for s in test:build/log build:build-release/log run:var/log; do
+  who=${s%%:*}
+  fresh_repo
+  mkdir -p "$r/docs/api"
+  echo '{}' >"$r/docs/api/package-lock.json"
+  run_script "$who.sh, npm ci of docs/api fails" "$who.sh"
+  expect_step "$who" npm-api-docs 1 "$r/${s#*:}/npm-api-docs.log" "npm ERR! stub npm failure"
+  grep -q "^npm ci --prefix docs/api --no-audit --no-fund --ignore-scripts" <<<"$calls" ||
+    fail "want npm ci --prefix docs/api ... --ignore-scripts: $calls"
+done
+grep -q '^pg.sh start' <<<"$calls" && fail "run.sh started PostgreSQL after npm failed: $calls"
 
 fresh_repo
 run_script "test.sh, ctest fails" test.sh

@@ -1,0 +1,70 @@
+/*
+ * metrics.h - the server's Prometheus metrics (docs/metrics.md lists them).
+ *
+ * Two kinds of numbers:
+ *  - events this process counts as they happen (HTTP requests by route and
+ *    status with latency histograms, scheduler passes, database pool waits,
+ *    webhook delivery failures, job restarts): C11 atomics in static
+ *    storage, one relaxed fetch_add per event, no lock;
+ *  - the cluster's state read from PostgreSQL at scrape time
+ *    (db_scrape.h): one bounded query, cached for metrics_cache_ms so that
+ *    many scrapers cost one query per interval.
+ *
+ * metrics_render() writes the text exposition format (version 0.0.4).
+ *
+ * Thread-safety: every function is thread-safe. Counters are monotonic for
+ * the life of the process; rendering reads each atomic once, so a scrape is
+ * not one atomic snapshot of all of them (Prometheus does not need one).
+ */
+#ifndef TY_SERVER_METRICS_H
+#define TY_SERVER_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct srv_app;
+struct db_scrape_snapshot;
+
+/* The most routes the request counters can tell apart; routes past it are
+ * counted as METRICS_ROUTE_UNMATCHED (a unit test keeps the table below it). */
+#define METRICS_MAX_ROUTES 128
+/* Pseudo-routes for requests that matched no route of the table. */
+#define METRICS_ROUTE_UNMATCHED (-1) /* no route: a 404 or 405 from the router */
+#define METRICS_ROUTE_STATIC (-2)    /* a dashboard file (web_dir) */
+
+/* Note the process's start (process_start_time_seconds); main.c, once. */
+void metrics_mark_start(void);
+
+/* One finished request: route is an index into routes_table() or one of
+ * the pseudo-routes above, status its HTTP status (0: cut before an
+ * answer), duration_us from its first byte to its completion. */
+void metrics_http_observe(int route, int status, int64_t duration_us);
+
+/* One scheduler pass of duration_us; ok is 0 when the pass failed. */
+void metrics_sched_pass(int64_t duration_us, int ok);
+
+/* A db_acquire() that found no free connection and waited waited_us;
+ * timed_out is 1 when it gave up without one. */
+void metrics_db_pool_wait(int64_t waited_us, int timed_out);
+
+/* A webhook delivery attempt that failed (any reason). */
+void metrics_webhook_failure(void);
+
+/* A job this process moved to RESTARTING after a failed or lost attempt. */
+void metrics_job_restart(void);
+
+/* A running job the scheduler preempted (moved to RESTARTING). */
+void metrics_job_preempted(void);
+
+/*
+ * The whole exposition: the process's counters, then the cluster's state
+ * from snap (borrowed; NULL when the database could not be read, which
+ * sets trainyard_db_up to 0). *out is returned-owned (free()), *out_len its
+ * length. Returns RC_OK or RC_ENOMEM.
+ */
+enum rc metrics_render(const struct srv_app *app, const struct db_scrape_snapshot *snap,
+                       char **out /* out */, size_t *out_len /* out */) TY_WUR;
+
+#endif
