@@ -5,6 +5,7 @@ reached a server: retried), and the checks that follow a crash.
 
 Not a test itself (ctest runs test_*.py only)."""
 import errno
+import http.client
 import threading
 import time
 
@@ -50,6 +51,13 @@ class Submitter:
             return i
 
     def _run(self, k):
+        try:
+            self._submit_all(k)
+        except Exception as e:  # a thread that died would hide its submits
+            with self.lock:
+                self.errors.append(("client %d" % k, repr(e)))
+
+    def _submit_all(self, k):
         while True:
             i = self._take()
             if i is None:
@@ -63,7 +71,9 @@ class Submitter:
                 t0 = time.time()
                 try:
                     st, body, _ = c.post("/api/v1/jobs", spec)
-                except OSError as e:
+                except (OSError, http.client.HTTPException, AttributeError) as e:
+                    # (http.client raises AttributeError when the socket was
+                    # closed under a request that was being sent.)
                     if _refused(e) and time.time() < self.deadline:
                         with self.lock:
                             self.refused += 1

@@ -1,0 +1,119 @@
+"""The lone server killed (SIGKILL) while 1,000 submits are in flight, then
+started again on the same port, database and data dir.
+
+- Every job that got a 201 exists and runs to completion.
+- No job exists that did not get a 201, unless its request was cut by the
+  kill (sent, and the connection died with no answer); those are counted.
+- The audit chain verifies (the server's verify endpoint, and recomputed).
+- Ranks that were running at the kill survive it: the workers keep the same
+  processes, report again to the new server, and those attempts end
+  SUCCEEDED as the first and only attempt (no restart).
+
+ctest label: crash-server."""
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+import crash_util as cu  # noqa: E402
+from harness import ADMIN_PASSWORD, Client, Database, Server, wait_for  # noqa: E402
+
+SUBMITS = 1000
+KILL_AT = 300  # acknowledged submits before the kill
+WORKERS = 4
+GPUS = 8
+HOLDS = 4
+
+
+class LoneServerCrashTest(harness.unittest.TestCase):
+    def test_kill9_under_submits(self):
+        db = Database()
+        tmp = tempfile.mkdtemp(prefix="ty-crash-")
+        os.chmod(tmp, 0o755)
+        srv = Server(db, args=("--sched-interval-ms", "200", "--storage-root", tmp))
+        workers = []
+        try:
+            admin = Client(srv.url)
+            self.assertEqual(admin.login("admin", ADMIN_PASSWORD)[0], 200)
+            self.assertEqual(admin.post("/api/v1/teams", {"name": "crash"})[0], 201)
+            st, tok, _ = admin.post("/api/v1/tokens", {"name": "crash"})
+            self.assertEqual(st, 201, tok)
+            workers = cu.start_workers(self, admin, srv.url, WORKERS, GPUS, "cs", tmp)
+            cu.wait_nodes_ready(db, WORKERS)
+
+            # Ranks that will be running at the kill.
+            marker = "ty-hold-" + uuid.uuid4().hex[:8]
+            release = os.path.join(tmp, "release")
+            holds = []
+            for i in range(HOLDS):
+                st, job, _ = admin.post("/api/v1/jobs", {
+                    "name": "hold%d" % i, "team": "crash", "max_restarts": 0,
+                    "command": cu.hold_command(release, marker), "resources": {"gpus": 1}})
+                self.assertEqual(st, 201, job)
+                holds.append(job["id"])
+            try:
+                wait_for(lambda: cu.job_states(db, holds).get("RUNNING") == HOLDS, timeout=60,
+                         what="the hold jobs to run")
+            except AssertionError:
+                print(db.sql("SELECT id, state, reason FROM jobs"))
+                raise
+            ranks = wait_for(lambda: (lambda s: s if len(s) == HOLDS else None)(
+                harness.processes_with_cmdline(marker)), timeout=30, what="the hold ranks")
+            attempts = db.sql("SELECT job_id, id FROM attempts WHERE job_id IN (%s) ORDER BY job_id"
+                              % ",".join(holds))
+
+            specs = [{"name": "c%04d" % i, "team": "crash", "command": ["/bin/true"],
+                      "resources": {"gpus": 1}, "max_restarts": 2} for i in range(SUBMITS)]
+            sub = cu.Submitter([srv.url], tok["token"], specs, nclients=16, deadline_s=150)
+            sub.start()
+            wait_for(lambda: sub.nacked() >= KILL_AT, timeout=90, interval=0.01,
+                     what="%d acknowledged submits" % KILL_AT)
+            srv.kill9()
+            t_kill = time.time()
+            acked_at_kill = sub.nacked()
+            srv.restart()
+            t_back = time.time()
+            self.assertTrue(sub.join(150), "submitting clients did not finish")
+            self.assertEqual(sub.errors, [])
+            self.assertGreater(len(sub.cut), 0, "the kill hit no submit in flight")
+
+            # The workers report again to the new server; the held ranks
+            # are the same processes and their attempts the same rows.
+            since = db.sql("SELECT to_timestamp(%f)" % t_back)[0][0]
+            wait_for(lambda: db.sql("SELECT count(*) FROM nodes WHERE state = 'ready' AND "
+                                    "last_seen_at > '%s'" % since)[0][0] == str(WORKERS),
+                     timeout=30, what="every worker to heartbeat the new server")
+            self.assertEqual(cu.job_states(db, holds), {"RUNNING": HOLDS})
+            self.assertEqual(harness.processes_with_cmdline(marker), ranks)
+
+            # Nothing unacknowledged exists, except what the kill cut.
+            ids, extra = cu.check_acknowledged(self, db, sub, "c")
+            cu.wait_all_succeeded(db, ids, timeout=150, what="every submitted job to succeed")
+            with open(release, "w"):
+                pass
+            cu.wait_all_succeeded(db, holds, timeout=60, what="the hold jobs to succeed")
+            self.assertEqual(db.sql("SELECT job_id, id FROM attempts WHERE job_id IN (%s) "
+                                    "ORDER BY job_id" % ",".join(holds)), attempts)
+            self.assertEqual(db.sql("SELECT sum(restarts) FROM jobs WHERE id IN (%s)"
+                                    % ",".join(holds)), [["0"]])
+            events = cu.assert_chain_verifies(self, db, admin)
+            cu.record("crash-server", submits=SUBMITS, acked=len(sub.acked),
+                      acked_at_kill=acked_at_kill, cut=len(sub.cut),
+                      cut_that_exist=len(extra), refused=sub.refused,
+                      restart_s="%.2f" % (t_back - t_kill), audit_events=events)
+        finally:
+            for w in workers:
+                if w.proc.poll() is None:
+                    w.stop()
+            if srv.proc.poll() is None:
+                srv.stop()
+            db.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    harness.main()
