@@ -6,6 +6,8 @@ reached a server: retried), and the checks that follow a crash.
 Not a test itself (ctest runs test_*.py only)."""
 import errno
 import http.client
+import socket
+import struct
 import threading
 import time
 
@@ -190,3 +192,80 @@ def record(name, **figures):
     """Print the measured figures in one line the run's log keeps."""
     print("FIGURES %s %s" % (name, " ".join("%s=%s" % kv for kv in sorted(figures.items()))),
           flush=True)
+
+
+class DropProxy:
+    """A loopback TCP proxy in front of a server that cuts, once, the
+    connection carrying the first answer that hands out an assignment, before
+    any byte of it reaches the client, and then resets every connection for
+    DOWN_S: what a worker sees when the server commits a handout and dies
+    before answering, then comes back. (Without the second part libcurl
+    would send the request again at once on a fresh connection, as it does
+    when a reused one dies before answering, and a restarted server would
+    not be listening yet.) Everything else passes."""
+
+    DOWN_S = 1.0
+
+    MARK = b'"assignments":[{'
+
+    def __init__(self, upstream_port):
+        self.upstream = upstream_port
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.dropped = threading.Event()
+        self.dropped_at = 0.0
+        self.lock = threading.Lock()
+        self.closing = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.dropped.is_set() and time.time() < self.dropped_at + self.DOWN_S:
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                c.close()
+                continue
+            try:
+                u = socket.create_connection(("127.0.0.1", self.upstream))
+            except OSError:
+                c.close()
+                continue
+            threading.Thread(target=self._pipe, args=(c, u, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, True), daemon=True).start()
+
+    def _pipe(self, src, dst, answers):
+        # Each socket is read by one thread and written by the other; the
+        # first to finish shuts both down, which also wakes the other (a
+        # close alone would not while it waits in recv).
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if answers and self.MARK in data:
+                    with self.lock:
+                        drop = not self.dropped.is_set()
+                        if drop:
+                            self.dropped_at = time.time()
+                            self.dropped.set()
+                    if drop:  # no answer at all
+                        break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self):
+        self.sock.close()

@@ -8,6 +8,9 @@ started again on the same port, database and data dir.
 - Ranks that were running at the kill survive it: the workers keep the same
   processes, report again to the new server, and those attempts end
   SUCCEEDED as the first and only attempt (no restart).
+- A handout the server committed but never answered (where a kill can
+  land) is handed out again: the worker asks with resend=1 after a poll
+  that got no answer (a proxy cuts that answer, so the case is certain).
 
 ctest label: crash-server."""
 import os
@@ -111,6 +114,44 @@ class LoneServerCrashTest(harness.unittest.TestCase):
                     w.stop()
             if srv.proc.poll() is None:
                 srv.stop()
+            db.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_handout_answer_lost(self):
+        """The moment a kill can hit, made certain: the server commits a
+        handout (allocations marked delivered) and the worker never gets
+        the answer. The worker asks again with resend=1 and runs the job,
+        as its first and only attempt."""
+        db = Database()
+        tmp = tempfile.mkdtemp(prefix="ty-crash-")
+        os.chmod(tmp, 0o755)
+        srv = Server(db, args=("--sched-interval-ms", "200", "--storage-root", tmp))
+        proxy = cu.DropProxy(srv.port)
+        workers = []
+        try:
+            admin = Client(srv.url)
+            self.assertEqual(admin.login("admin", ADMIN_PASSWORD)[0], 200)
+            self.assertEqual(admin.post("/api/v1/teams", {"name": "lost"})[0], 201)
+            workers = cu.start_workers(self, admin, proxy.url, 1, 1, "cl", tmp)
+            cu.wait_nodes_ready(db, 1)
+            st, job, _ = admin.post("/api/v1/jobs", {"name": "lost", "team": "lost",
+                                                     "command": ["/bin/true"], "max_restarts": 0,
+                                                     "resources": {"gpus": 1}})
+            self.assertEqual(st, 201, job)
+            self.assertTrue(proxy.dropped.wait(30), "no handout went through the proxy")
+            self.assertEqual(db.sql("SELECT delivered FROM allocations WHERE job_id = %s"
+                                    % job["id"]), [["t"]])
+            cu.wait_all_succeeded(db, [job["id"]], timeout=30,
+                                  what="the job whose handout was lost to succeed")
+            self.assertEqual(db.sql("SELECT count(*), max(restarts) FROM attempts t JOIN jobs j "
+                                    "ON j.id = t.job_id WHERE j.id = %s" % job["id"]), [["1", "0"]])
+            self.assertIn('msg="assignment poll failed" status=0', workers[0].log_text())
+        finally:
+            for w in workers:
+                if w.proc.poll() is None:
+                    w.stop()
+            proxy.close()
+            srv.stop()
             db.close()
             shutil.rmtree(tmp, ignore_errors=True)
 
