@@ -93,7 +93,7 @@ class DatabaseRestartTest(harness.unittest.TestCase):
 
             specs = [{"name": "p%03d" % i, "team": "pg", "command": ["/bin/true"],
                       "resources": {"gpus": 1}, "max_restarts": 2} for i in range(JOBS)]
-            sub = cu.Submitter([srv.url], tok["token"], specs, nclients=CLIENTS, deadline_s=150)
+            sub = cu.Submitter([srv.url], tok["token"], specs, nclients=CLIENTS, deadline_s=300)
             sub.start()
             wait_for(lambda: sub.nacked() >= STOP_AT, timeout=60, interval=0.01,
                      what="%d acknowledged submits" % STOP_AT)
@@ -135,7 +135,7 @@ class DatabaseRestartTest(harness.unittest.TestCase):
             wait_for(lambda: srv.log_text().count("listening for wake-ups from other replicas "
                                                   "again") > relistens, timeout=30,
                      what="the NOTIFY listener to reconnect")
-            self.assertTrue(sub.join(150), "submitting clients did not finish")
+            self.assertTrue(sub.join(300), "submitting clients did not finish")
             self.assertEqual(sub.errors, [], self.logged(srv, sub.errors))
             self.assertEqual(srv.proc.pid, pid)
             self.assertIsNone(srv.proc.poll())
@@ -147,7 +147,7 @@ class DatabaseRestartTest(harness.unittest.TestCase):
             t503 = [t for t, _, _ in sub.unavailable]
 
             ids, extra = cu.check_acknowledged(self, db, sub, "p")
-            cu.wait_all_succeeded(db, ids, timeout=120,
+            cu.wait_all_succeeded(db, ids, timeout=300,
                                   what="every submitted job to succeed")
             events = cu.assert_chain_verifies(self, db, admin)
             cu.record("crash-db", jobs=JOBS, acked=len(sub.acked), cut=len(sub.cut),

@@ -78,7 +78,7 @@ class ReplicaCrashTest(harness.unittest.TestCase):
             specs = [{"name": "r%03d" % i, "team": "rep", "command": ["/bin/true"],
                       "resources": {"gpus": 1}, "max_restarts": 2} for i in range(JOBS)]
             sub = cu.Submitter([leader.url, follower.url], tok["token"], specs, nclients=8,
-                               deadline_s=120)
+                               deadline_s=300)
             sub.start()
             wait_for(lambda: sub.nacked() >= KILL_AT, timeout=60, interval=0.01,
                      what="%d acknowledged submits" % KILL_AT)
@@ -92,11 +92,11 @@ class ReplicaCrashTest(harness.unittest.TestCase):
                      what="the follower to lead")
             failover_s = lead_time(follower) - t_kill
             self.assertLess(failover_s, FAILOVER_BOUND_S)
-            self.assertTrue(sub.join(120), "submitting clients did not finish")
+            self.assertTrue(sub.join(300), "submitting clients did not finish")
             self.assertEqual(sub.errors, [])
 
             ids, extra = cu.check_acknowledged(self, db, sub, "r")
-            cu.wait_all_succeeded(db, ids, timeout=120,
+            cu.wait_all_succeeded(db, ids, timeout=300,
                                   what="every submitted job to succeed")
             booked = db.sql("SELECT node_id, g, count(*) FROM allocations, unnest(gpu_indices) g "
                             "WHERE released_at IS NULL GROUP BY node_id, g HAVING count(*) > 1")

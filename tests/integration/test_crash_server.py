@@ -71,16 +71,17 @@ class LoneServerCrashTest(harness.unittest.TestCase):
 
             specs = [{"name": "c%04d" % i, "team": "crash", "command": ["/bin/true"],
                       "resources": {"gpus": 1}, "max_restarts": 2} for i in range(SUBMITS)]
-            sub = cu.Submitter([srv.url], tok["token"], specs, nclients=16, deadline_s=150)
+            sub = cu.Submitter([srv.url], tok["token"], specs, nclients=16, deadline_s=300)
             sub.start()
-            wait_for(lambda: sub.nacked() >= KILL_AT, timeout=90, interval=0.01,
+            t_submit = time.time()
+            wait_for(lambda: sub.nacked() >= KILL_AT, timeout=180, interval=0.01,
                      what="%d acknowledged submits" % KILL_AT)
             srv.kill9()
             t_kill = time.time()
             acked_at_kill = sub.nacked()
             srv.restart()
             t_back = time.time()
-            self.assertTrue(sub.join(150), "submitting clients did not finish")
+            self.assertTrue(sub.join(300), "submitting clients did not finish")
             self.assertEqual(sub.errors, [])
             self.assertGreater(len(sub.cut), 0, "the kill hit no submit in flight")
 
@@ -95,7 +96,8 @@ class LoneServerCrashTest(harness.unittest.TestCase):
 
             # Nothing unacknowledged exists, except what the kill cut.
             ids, extra = cu.check_acknowledged(self, db, sub, "c")
-            cu.wait_all_succeeded(db, ids, timeout=150, what="every submitted job to succeed")
+            cu.wait_all_succeeded(db, ids, timeout=300, what="every submitted job to succeed")
+            t_done = time.time()
             with open(release, "w"):
                 pass
             cu.wait_all_succeeded(db, holds, timeout=60, what="the hold jobs to succeed")
@@ -107,7 +109,9 @@ class LoneServerCrashTest(harness.unittest.TestCase):
             cu.record("crash-server", submits=SUBMITS, acked=len(sub.acked),
                       acked_at_kill=acked_at_kill, cut=len(sub.cut),
                       cut_that_exist=len(extra), refused=sub.refused,
-                      restart_s="%.2f" % (t_back - t_kill), audit_events=events)
+                      restart_s="%.2f" % (t_back - t_kill), audit_events=events,
+                      submit_to_kill_s="%.1f" % (t_kill - t_submit),
+                      restart_to_all_done_s="%.1f" % (t_done - t_back))
         finally:
             for w in workers:
                 if w.proc.poll() is None:
