@@ -1,7 +1,8 @@
 # trainyard: the two commands of the README, plus helpers.
 #   make run    install, build, start PostgreSQL + server + one worker
 #   make test   install, build with sanitizers, run every test (ASan+UBSan, then TSan)
-.PHONY: run test build bench clean format
+#   make package  Debian packages of a release build in build-release/debs
+.PHONY: run test build bench clean format package
 
 run:
 	@scripts/run.sh
@@ -11,6 +12,9 @@ test:
 
 build:
 	@scripts/build.sh
+
+package:
+	@packaging/build-debs.sh
 
 bench:
 	@scripts/deps.sh bench

@@ -8,11 +8,13 @@
 
 #include "client.h"
 #include "crypto.h"
+#include "urlcheck.h"
 
 struct cli_client {
     CURL *curl;
-    char *base; /* without a trailing '/' */
-    char *auth; /* "Authorization: Bearer ..." or NULL; a secret */
+    char *ca_file; /* TRAINYARD_CA_FILE: PEM bundle to verify https with; NULL = system */
+    char *base;    /* without a trailing '/' */
+    char *auth;    /* "Authorization: Bearer ..." or NULL; a secret */
 };
 
 struct reply_buf {
@@ -54,6 +56,18 @@ enum rc cli_client_new(const char *base_url, const char *token, struct cli_clien
     }
     if ((c->curl = curl_easy_init()) == NULL)
         goto out;
+    {
+        const char *ca = getenv("TRAINYARD_CA_FILE");
+        if (ca != NULL && ca[0] != '\0' && (c->ca_file = strdup(ca)) == NULL)
+            goto out;
+    }
+    /* The token (or the password, at login) would cross the network in the
+     * clear; say so on stderr, where it does not spoil --json output. */
+    if (url_is_plain_remote(c->base))
+        fprintf(err,
+                "trainyard: warning: %s is plain HTTP to another machine; credentials are "
+                "sent unencrypted (use https://)\n",
+                c->base);
     *out = c;
     c = NULL;
     rc = RC_OK;
@@ -72,6 +86,7 @@ void cli_client_free(struct cli_client *c)
         curl_easy_cleanup(c->curl);
     crypto_free_secret(c->auth);
     free(c->base);
+    free(c->ca_file);
     free(c);
 }
 
@@ -137,6 +152,8 @@ enum rc cli_client_request(struct cli_client *c, const char *method, const char 
     curl_easy_reset(c->curl);
     curl_easy_setopt(c->curl, CURLOPT_URL, url);
     curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->ca_file != NULL)
+        curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
     curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);

@@ -30,6 +30,7 @@ struct srv_app {
     struct cache *auth_cache;      /* caller identities (cache.h); owned by main */
     struct cache *page_cache;      /* job-list answers (cache.h); owned by main */
     struct MHD_Daemon *daemon;     /* owned by http.c */
+    const struct srv_tls *tls;     /* HTTPS material (tls.h); owned by main; NULL = HTTP */
     struct audit_key *audit_key;   /* Ed25519 audit signing key (audit_sign.h); owned by main */
     struct tpl_set *templates;     /* job templates (templates.h), immutable; owned by main */
     char replica_id[16];           /* random tag of this process in NOTIFY payloads (notify.h) */

@@ -71,6 +71,8 @@ static const struct opt opts[] = {
     I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
     I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
     I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
+    S(tls_cert, "PEM certificate chain: serve HTTPS (with tls_key)"),
+    S(tls_key, "PEM private key of tls_cert (unencrypted, mode 0600)"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

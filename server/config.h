@@ -45,6 +45,8 @@ struct srv_config {
     int webhook_timeout_ms;           /* one webhook request, all of it; its lease follows */
     char templates_dir[SRV_CFG_STR];  /* job template files (templates.h); "" = none */
     char examples_dir[SRV_CFG_STR];   /* the templates' scripts, same path on every node */
+    char tls_cert[SRV_CFG_STR];       /* PEM certificate chain for HTTPS (tls.h); "" = HTTP */
+    char tls_key[SRV_CFG_STR];        /* PEM private key for tls_cert; "" = HTTP */
 };
 
 /* Fill cfg with the defaults. */

@@ -9,6 +9,7 @@
  * graceful stop can wait for them.
  */
 #include "http.h"
+#include "tls.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -709,18 +710,43 @@ enum rc http_start(struct srv_app *app)
         LOG_ERROR("http", "listen host must be an IP address", "listen=\"%s\"", app->cfg->listen);
         return RC_EINVAL;
     }
-    app->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, app,
-                                   MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE,
-                                   (unsigned)app->cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED,
-                                   on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-                                   MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+    if (app->tls != NULL && srv_tls_enabled(app->tls)) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            LOG_ERROR("http", "this libmicrohttpd has no TLS; use a reverse proxy", "");
+            return RC_EUNAVAIL;
+        }
+        app->daemon = MHD_start_daemon(
+            flags | MHD_USE_TLS, (uint16_t)port, NULL, NULL, on_request, app,
+            MHD_OPTION_HTTPS_MEM_CERT, app->tls->cert_pem, MHD_OPTION_HTTPS_MEM_KEY,
+            app->tls->key_pem, MHD_OPTION_HTTPS_PRIORITIES, SRV_TLS_PRIORITIES,
+            MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg->http_threads,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+    } else {
+        app->daemon = MHD_start_daemon(
+            flags, (uint16_t)port, NULL, NULL, on_request, app, MHD_OPTION_SOCK_ADDR, sa,
+            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg->http_threads,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+        /* Passwords, session cookies and tokens would cross the network in
+         * the clear: say so where an operator looks. */
+        if (!srv_host_is_loopback(host))
+            LOG_WARN("http",
+                     "serving plain HTTP on an address other machines can reach; "
+                     "set tls_cert and tls_key, or put a TLS proxy in front",
+                     "listen=\"%s\"", app->cfg->listen);
+    }
     if (app->daemon == NULL) {
-        LOG_ERROR("http", "cannot listen", "listen=\"%s\"", app->cfg->listen);
+        LOG_ERROR("http", "cannot listen", "listen=\"%s\" tls=%s", app->cfg->listen,
+                  app->tls != NULL && srv_tls_enabled(app->tls)
+                      ? "on (check the key matches the certificate)"
+                      : "off");
         return RC_EUNAVAIL;
     }
-    LOG_INFO("http", "listening", "addr=%s port=%d threads=%d", host, http_port(app),
-             app->cfg->http_threads);
+    LOG_INFO("http", "listening", "addr=%s port=%d threads=%d tls=%s", host, http_port(app),
+             app->cfg->http_threads, app->tls != NULL && srv_tls_enabled(app->tls) ? "on" : "off");
     return RC_OK;
 }
 

@@ -29,6 +29,7 @@
 #include "sched_loop.h"
 #include "srv.h"
 #include "templates.h"
+#include "tls.h"
 #include "waiters.h"
 #include "webhooks.h"
 
@@ -133,6 +134,7 @@ int main(int argc, char **argv)
     struct srv_config cfg;
     struct srv_app app;
     struct err e;
+    struct srv_tls tls = {0};
     enum log_level lvl;
     sigset_t sigs;
     int sig = 0, status = 1;
@@ -213,6 +215,14 @@ int main(int argc, char **argv)
     /* Tags this process's NOTIFY payloads so its listener skips them. */
     if (crypto_random_token("", 9, app.replica_id, sizeof(app.replica_id)) != RC_OK)
         goto out;
+    /* Read before the listener starts, so a bad certificate path stops the
+     * start with the option's name instead of serving plain HTTP. */
+    if (srv_tls_load(&cfg, &tls, &e) != RC_OK) {
+        LOG_ERROR("main", "cannot load the TLS certificate or key", "field=%s error=\"%s\"",
+                  e.field, e.message);
+        goto out;
+    }
+    app.tls = &tls;
     if (http_start(&app) != RC_OK)
         goto out;
     if (sched_loop_start(&app, &sched) != RC_OK || monitor_start(&app, &monitor) != RC_OK ||
@@ -234,6 +244,7 @@ out:
     if (app.waiters != NULL)
         waiters_stop(app.waiters);
     http_stop(&app, 10000);
+    srv_tls_free(&tls);
     waiters_free(app.waiters);
     ratelimit_free(app.login_limit);
     cache_free(app.auth_cache);

@@ -16,6 +16,7 @@
  * does not arise: no function holds two of qmu / launcher / shipper locks.
  */
 #include "agent.h"
+#include "urlcheck.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -1160,6 +1161,12 @@ int wrk_agent_run(const struct wrk_config *cfg)
         LOG_ERROR("agent", "bad --server, want http:// or https://", "");
         goto out;
     }
+    /* The node token would cross the network in the clear. */
+    if (url_is_plain_remote(cfg->server))
+        LOG_WARN("agent",
+                 "plain HTTP to a server on another machine: the node token is sent "
+                 "unencrypted; use https:// (and --ca-file for a private CA)",
+                 "server=%s", cfg->server);
     joined = load_node(a);
     while (!joined) {
         int r;

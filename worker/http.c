@@ -22,7 +22,16 @@ struct wrk_http {
     char *ca_file;    /* owned or NULL */
     char *auth;       /* owned "Authorization: Bearer ..." or NULL */
     atomic_int abort; /* set by wrk_http_abort() */
+    int tls_warned;   /* the curl code last logged as a TLS failure; 0 = none */
 };
+
+/* A certificate or handshake failure: configuration, not a passing outage. */
+static int is_tls_failure(CURLcode cc)
+{
+    return cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
+           cc == CURLE_SSL_CONNECT_ERROR || cc == CURLE_SSL_CERTPROBLEM ||
+           cc == CURLE_SSL_ISSUER_ERROR;
+}
 
 struct rbuf {
     char *data;
@@ -186,9 +195,20 @@ enum rc wrk_http_request(struct wrk_http *h, const char *method, const char *pat
         goto out;
     }
     if (cc != CURLE_OK) {
-        LOG_DEBUG("http", "request failed", "path=%s error=\"%s\"", path, curl_easy_strerror(cc));
+        /* Retries of a refused certificate would fail forever in silence at
+         * debug level: say it once (per handle and error) where an operator
+         * looks. Other failures are outages that the callers retry. */
+        if (is_tls_failure(cc) && h->tls_warned != (int)cc) {
+            h->tls_warned = (int)cc;
+            LOG_WARN("http", "TLS failure talking to the server (check --ca-file)",
+                     "path=%s error=\"%s\"", path, curl_easy_strerror(cc));
+        } else {
+            LOG_DEBUG("http", "request failed", "path=%s error=\"%s\"", path,
+                      curl_easy_strerror(cc));
+        }
         goto out;
     }
+    h->tls_warned = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     if (resp != NULL && rb.len > 0) {
         json_error_t jerr;

@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import re
+import ssl
 import hashlib
 import shutil
 import signal
@@ -179,8 +180,12 @@ class Process:
 class Server(Process):
     """A trainyard-server on a free loopback port."""
 
-    def __init__(self, db, args=(), env=None, admin=True):
+    def __init__(self, db, args=(), env=None, admin=True, ca_file=None, listen_host="127.0.0.1"):
+        """ca_file: the server serves HTTPS (args carry --tls-cert and
+        --tls-key); clients verify it against this CA. listen_host: the
+        address it binds (clients still use 127.0.0.1)."""
         self.db = db
+        self.ca_file = ca_file
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="ty-server-")
         self.log_path = os.path.join(self.dir, "server.log")
@@ -188,9 +193,10 @@ class Server(Process):
         self.base_env.update(env or {})
         if admin:
             self.create_admin("admin", ADMIN_PASSWORD)
-        self.cmd = [SERVER_BIN, "--listen", "127.0.0.1:%d" % self.port, "--database-url", db.url,
-                    "--data-dir", self.dir, "--http-threads", "4", "--db-pool-size", "8"] + list(args)
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.cmd = [SERVER_BIN, "--listen", "%s:%d" % (listen_host, self.port), "--database-url",
+                    db.url, "--data-dir", self.dir, "--http-threads", "4", "--db-pool-size",
+                    "8"] + list(args)
+        self.url = "%s://127.0.0.1:%d" % ("https" if ca_file else "http", self.port)
         self._launch()
 
     def _launch(self):
@@ -204,7 +210,7 @@ class Server(Process):
                 self.log.close()  # a test may expect this (a refused configuration)
                 raise RuntimeError("server exited at start:\n" + self.log_tail())
             try:
-                st, _, _ = Client(self.url).get("/healthz")
+                st, _, _ = Client(self.url, ca_file=self.ca_file).get("/healthz")
                 if st == 200:
                     return
             except OSError:
@@ -245,9 +251,12 @@ class Server(Process):
 class Client:
     """A small HTTP client that keeps the session cookie and CSRF token."""
 
-    def __init__(self, base, token=None):
-        m = re.match(r"http://([^:/]+):(\d+)", base)
-        self.host, self.port = m.group(1), int(m.group(2))
+    def __init__(self, base, token=None, ca_file=None):
+        """ca_file: verify an https:// base against this CA (else the
+        system's store)."""
+        m = re.match(r"(https?)://([^:/]+):(\d+)", base)
+        self.tls, self.host, self.port = m.group(1) == "https", m.group(2), int(m.group(3))
+        self.ca_file = ca_file
         self.base = base
         self.cookie = None
         self.csrf = None
@@ -270,7 +279,11 @@ class Client:
         if data is not None and content_type:
             h["Content-Type"] = content_type
         h.update(headers or {})
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        if self.tls:
+            ctx = ssl.create_default_context(cafile=self.ca_file)
+            conn = http.client.HTTPSConnection(self.host, self.port, timeout=60, context=ctx)
+        else:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
         try:
             try:
                 conn.request(method, path, body=data, headers=h)
@@ -346,12 +359,13 @@ class ServerTest(unittest.TestCase):
     PBKDF2, so tests share the set-up and use distinct names.)"""
 
     server_args = ()
+    server_ca_file = None  # set with --tls-cert/--tls-key in server_args: HTTPS
 
     @classmethod
     def setUpClass(cls):
         cls.db = Database()
-        cls.server = Server(cls.db, args=cls.server_args)
-        cls.admin = Client(cls.server.url)
+        cls.server = Server(cls.db, args=cls.server_args, ca_file=cls.server_ca_file)
+        cls.admin = Client(cls.server.url, ca_file=cls.server_ca_file)
         st, body = cls.admin.login("admin", ADMIN_PASSWORD)
         assert st == 200, body
 
