@@ -13,6 +13,7 @@ started again on the same port, database and data dir.
   that got no answer (a proxy cuts that answer, so the case is certain).
 
 ctest label: crash-server."""
+import json
 import os
 import shutil
 import sys
@@ -150,6 +151,12 @@ class LoneServerCrashTest(harness.unittest.TestCase):
             self.assertEqual(db.sql("SELECT count(*), max(restarts) FROM attempts t JOIN jobs j "
                                     "ON j.id = t.job_id WHERE j.id = %s" % job["id"]), [["1", "0"]])
             self.assertIn('msg="assignment poll failed" status=0', workers[0].log_text())
+            # resend takes 0 or 1 only.
+            with open(os.path.join(workers[0].work_dir, "node.json")) as f:
+                node = Client(srv.url, token=json.load(f)["credential"])
+            st, body, _ = node.get("/api/v1/agent/assignments?wait=0&resend=2")
+            self.assertEqual((st, body["error"]["field"]), (400, "resend"), body)
+            self.assertEqual(node.get("/api/v1/agent/assignments?wait=0&resend=0")[0], 200)
         finally:
             for w in workers:
                 if w.proc.poll() is None:
