@@ -515,8 +515,9 @@ static enum rc poll_body(struct srv_req *req, void *arg)
     x->assignments = x->jobs = x->cancels = NULL;
     /* Lock order (db.h): db_assignments_take locks the jobs it hands out in
      * id order before mark_starting's transitions take the audit head. */
-    rc = db_assignments_take(req->db, req->who.node_id, req->poll_arg, req->app->cfg->storage_root,
-                             &x->assignments, &x->jobs, &x->cancels, req->req_id);
+    rc = db_assignments_take(req->db, req->who.node_id, req->poll_arg, req->poll_flag,
+                             req->app->cfg->storage_root, &x->assignments, &x->jobs, &x->cancels,
+                             req->req_id);
     if (rc == RC_OK)
         rc = mark_starting(req, x->jobs);
     return rc;
@@ -545,7 +546,7 @@ static enum rc assignments_poll(struct srv_req *req)
 
 enum rc api_agent_assignments(struct srv_req *req)
 {
-    const char *w = srv_query(req, "wait");
+    const char *w = srv_query(req, "wait"), *resend = srv_query(req, "resend");
     long wait_s = 0;
     enum rc rc;
 
@@ -556,6 +557,10 @@ enum rc api_agent_assignments(struct srv_req *req)
             return srv_fail(req, RC_EINVAL, "wait", "wait must be 0 to %d seconds",
                             AGENT_MAX_WAIT_S);
     }
+    /* resend=1: the worker's previous poll got no answer (db_agent.h). */
+    if (resend != NULL && strcmp(resend, "0") != 0 && strcmp(resend, "1") != 0)
+        return srv_fail(req, RC_EINVAL, "resend", "resend must be 0 or 1");
+    req->poll_flag = resend != NULL && strcmp(resend, "1") == 0;
     req->poll_deadline_ms = srv_now_ms() + wait_s * 1000;
     rc = db_node_generation(req->db, req->who.node_id, &req->poll_arg, req->req_id);
     if (rc != RC_OK)

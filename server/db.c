@@ -296,6 +296,16 @@ enum rc db_result_rc(const PGresult *res, const char *req_id)
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
         return RC_OK;
     state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (state == NULL && st == PGRES_FATAL_ERROR) {
+        /* Every error PostgreSQL sends carries a SQLSTATE; one without is
+         * libpq's own: the connection was lost (a database restart, a
+         * network failure) or could not be used. That is "unavailable"
+         * (503, try again), not an internal error: the pool reconnects at
+         * the next checkout. */
+        LOG_WARN("db", "database connection lost", "req_id=%s error=\"%s\"", req_id ? req_id : "-",
+                 PQresultErrorMessage(res));
+        return RC_EUNAVAIL;
+    }
     if (state == NULL)
         state = "";
     if (strcmp(state, "23505") == 0)

@@ -83,8 +83,10 @@ PGresult *db_exec(PGconn *conn, const char *sql, int n, const char *const *param
 /*
  * Map a result to enum rc: RC_OK for PGRES_COMMAND_OK/TUPLES_OK, otherwise by
  * SQLSTATE: 23505 -> RC_ECONFLICT, 23503 -> RC_ENOTFOUND, 40001/40P01 ->
- * RC_ERETRY, class 08 -> RC_EUNAVAIL, 22xxx/23xxx -> RC_EINVAL, else
- * RC_EINTERNAL. Logs unexpected errors with req_id. res may be NULL.
+ * RC_ERETRY, class 08 and 57P -> RC_EUNAVAIL, an error of libpq's own (no
+ * SQLSTATE: the connection was lost) -> RC_EUNAVAIL, 22xxx/23xxx ->
+ * RC_EINVAL, else RC_EINTERNAL. Logs unexpected errors with req_id. res may
+ * be NULL (RC_EUNAVAIL).
  */
 enum rc db_result_rc(const PGresult *res, const char *req_id);
 

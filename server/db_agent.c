@@ -540,10 +540,10 @@ static enum rc lock_poll_jobs(PGconn *c, const char *const *p, char **ids, const
         c,
         "WITH l AS (SELECT j.id FROM jobs j WHERE j.id IN (SELECT a.job_id FROM allocations a "
         "JOIN attempts t ON t.id = a.attempt_id JOIN jobs x ON x.id = a.job_id WHERE a.node_id = "
-        "$1 AND a.released_at IS NULL AND (NOT a.delivered OR (NOT a.cancel_sent AND (t.state = "
-        "'ended' OR x.cancel_requested)))) ORDER BY j.id FOR UPDATE OF j) SELECT "
-        "coalesce(array_agg(id), '{}')::text FROM l",
-        1, p);
+        "$1 AND a.released_at IS NULL AND (NOT a.delivered OR ($2::boolean AND NOT a.started) OR "
+        "(NOT a.cancel_sent AND (t.state = 'ended' OR x.cancel_requested)))) ORDER BY j.id FOR "
+        "UPDATE OF j) SELECT coalesce(array_agg(id), '{}')::text FROM l",
+        2, p);
     enum rc rc = db_result_rc(r, req_id);
 
     *ids = NULL;
@@ -553,12 +553,14 @@ static enum rc lock_poll_jobs(PGconn *c, const char *const *p, char **ids, const
     return rc;
 }
 
-enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
+enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation, int resend,
                             const char *storage_root, json_t **assignments, json_t **jobs_started,
                             json_t **cancels, const char *req_id)
 {
     char id[24], gen[24], *jobs = NULL;
-    const char *p[] = {db_i64(node_id, id, sizeof(id)), db_i64(generation, gen, sizeof(gen)), NULL};
+    const char *again = resend ? "true" : "false";
+    const char *lp[] = {db_i64(node_id, id, sizeof(id)), again};
+    const char *p[] = {lp[0], db_i64(generation, gen, sizeof(gen)), NULL, again};
     PGresult *r;
     enum rc rc;
     json_t *rows = NULL, *row;
@@ -569,13 +571,14 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
     *cancels = json_array();
     if (*assignments == NULL || *jobs_started == NULL || *cancels == NULL)
         return RC_ENOMEM;
-    if ((rc = lock_poll_jobs(c, p, &jobs, req_id)) != RC_OK)
+    if ((rc = lock_poll_jobs(c, lp, &jobs, req_id)) != RC_OK)
         return rc;
     p[2] = jobs;
     r = db_exec(c,
                 "UPDATE allocations a SET delivered = true FROM attempts t, jobs j WHERE "
                 "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND a.released_at IS "
-                "NULL AND NOT a.delivered AND t.state <> 'ended' AND NOT j.cancel_requested "
+                "NULL AND (NOT a.delivered OR ($4::boolean AND NOT a.started)) AND t.state <> "
+                "'ended' AND NOT j.cancel_requested "
                 "AND EXISTS (SELECT 1 FROM nodes n WHERE n.id = $1 AND n.generation = $2) "
                 "AND a.job_id = ANY($3::bigint[]) "
                 "RETURNING a.attempt_id, a.job_id, t.attempt, j.spec, a.node_rank, (SELECT "
@@ -588,7 +591,7 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
                 "array_to_json(x.gpu_indices), 'interconnect', n.interconnect, 'nccl_probe', "
                 "n.nccl_probe) ORDER BY x.node_rank) FROM allocations x JOIN nodes n ON n.id = "
                 "x.node_id WHERE x.attempt_id = a.attempt_id), t.plan",
-                3, p);
+                4, p);
     rc = db_result_rc(r, req_id);
     for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {
         json_t *nccl = NULL;

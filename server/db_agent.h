@@ -100,8 +100,14 @@ enum rc db_allocs_redeliver(PGconn *c, int64_t node_id, const char *req_id) TY_W
  * this node must stop that were not yet sent. Each assignment carries the job's site roots
  * ("allowed_roots") and checked local dataset paths ("datasets"); default work and output
  * dirs go below storage_root when it lies in a site root, else below the site's first root.
+ *
+ * With resend, the node's allocations that were delivered but not reported
+ * started are taken again too: the worker's previous poll got no answer, so
+ * a response the server committed may never have reached it (the server
+ * died, the connection was reset). The worker ignores attempts it has
+ * already received.
  */
-enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation,
+enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation, int resend,
                             const char *storage_root, json_t **assignments, json_t **jobs_started,
                             json_t **cancels, const char *req_id) TY_WUR;
 

@@ -76,6 +76,7 @@ struct srv_req {
     void (*poll_state_free)(void *);
     int64_t poll_deadline_ms;  /* monotonic deadline of the wait */
     int64_t poll_arg;          /* handler-defined value kept across a wait */
+    int poll_flag;             /* handler-defined flag kept across a wait */
     int64_t poll_checked_us;   /* when the handler last looked for news (waiters.h) */
     struct srv_req *poll_next; /* link in the waiters list (waiters.c) */
     enum rc resume_rc;         /* not RC_OK: the wait was not parked; resuming answers this */

@@ -6,6 +6,10 @@
  *     assignments, applies cancels, writes state.json, drives shutdown;
  *   - poller: GET /api/v1/agent/assignments?wait=30 in a loop, parses the
  *     answer and queues assignments and cancels for the control thread;
+ *     after a poll that got no answer it asks with resend=1, since the
+ *     server may have handed out work in a response that never arrived
+ *     (it died after its commit), and drops attempts it has already had
+ *     (a->seen, its own);
  *   - shipper (shipper.c) and launcher I/O (launcher.c).
  * Each thread has its own struct wrk_http. The queue between poller and
  * control is guarded by a->qmu, never held across HTTP or spawn. Lock order
@@ -51,6 +55,10 @@
 #endif
 
 #define POLL_WAIT_S 30
+/* Attempt ids the poller remembers having received, to drop those a resend
+ * hands out again. A resend carries only attempts not yet reported started,
+ * so the most recent ones are enough. */
+#define SEEN_MAX 512
 #define REQ_TIMEOUT_MS 15000L
 #define GPU_MEM_SAMPLE_MS 500          /* per-rank GPU memory peak sampling, while ranks run */
 #define NCCL_PROBE_MAX_BYTES (1 << 20) /* a probe file is a few KiB */
@@ -92,6 +100,8 @@ struct agent {
     int poll_started;
     atomic_int poll_stop;
     atomic_int poll_draining;
+    char seen[SEEN_MAX][WRK_ID_MAX + 1]; /* poller thread only: a ring of received ids */
+    size_t nseen;                        /* poller thread only: ids ever put in seen */
     pthread_mutex_t qmu;
     pthread_cond_t qcv;          /* signalled by enqueue(): work for the main loop */
     struct qitem *qhead, *qtail; /* under qmu */
@@ -513,6 +523,19 @@ static void queue_cancel(struct agent *a, const char *id)
     enqueue(a, q);
 }
 
+/* 1 if the poller has received attempt_id before; else remembers it, 0. */
+static int seen_before(struct agent *a, const char *attempt_id)
+{
+    size_t n = a->nseen < SEEN_MAX ? a->nseen : SEEN_MAX;
+
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a->seen[i], attempt_id) == 0)
+            return 1;
+    snprintf(a->seen[a->nseen % SEEN_MAX], sizeof(a->seen[0]), "%s", attempt_id);
+    a->nseen++;
+    return 0;
+}
+
 static void handle_assignments(struct agent *a, const json_t *resp)
 {
     const json_t *arr = json_object_get(resp, "assignments");
@@ -528,7 +551,13 @@ static void handle_assignments(struct agent *a, const json_t *resp)
             return;
         err_init(&e);
         rc = wrk_assignment_parse(json_array_get(arr, i), &as, &bad_id, &e);
-        if (rc == RC_OK) {
+        if (rc == RC_OK && seen_before(a, as->attempt_id)) {
+            LOG_INFO("agent", "assignment received again, ignored", "attempt_id=%s",
+                     as->attempt_id);
+            wrk_assignment_free(as);
+            free(q);
+            q = NULL;
+        } else if (rc == RC_OK) {
             const json_t *nets = json_object_get(json_array_get(arr, i), "allowed_networks");
             /* A copy for the control thread, not a second reference: the
              * poller's json_decref(resp) and the control thread's
@@ -567,10 +596,9 @@ static void handle_assignments(struct agent *a, const json_t *resp)
 static void *poll_main(void *arg)
 {
     struct agent *a = arg;
-    int backoff = 500;
+    int backoff = 500, resend = 0;
     char path[64];
 
-    snprintf(path, sizeof(path), "/api/v1/agent/assignments?wait=%d", POLL_WAIT_S);
     while (!atomic_load(&a->poll_stop)) {
         json_t *resp = NULL;
         long status = 0;
@@ -579,14 +607,21 @@ static void *poll_main(void *arg)
             sleep_ms(200);
             continue;
         }
+        snprintf(path, sizeof(path), "/api/v1/agent/assignments?wait=%d%s", POLL_WAIT_S,
+                 resend ? "&resend=1" : "");
         rc = wrk_http_request(a->poll_http, "GET", path, NULL, (POLL_WAIT_S + 15) * 1000L, &status,
                               &resp);
         if (rc == RC_OK && status == 200) {
             handle_assignments(a, resp);
             json_decref(resp);
             backoff = 500;
+            resend = 0;
             continue;
         }
+        /* No answer at all: the server may have committed a handout that
+         * never arrived. An answer other than 200 changed nothing. */
+        if (rc != RC_OK)
+            resend = 1;
         json_decref(resp);
         if (atomic_load(&a->poll_stop))
             break;

@@ -193,20 +193,24 @@ class Server(Process):
         self.base_env.update(env or {})
         if admin:
             self.create_admin("admin", ADMIN_PASSWORD)
-        cmd = [SERVER_BIN, "--listen", "%s:%d" % (listen_host, self.port), "--database-url", db.url,
-               "--data-dir", self.dir, "--http-threads", "4", "--db-pool-size", "8"] + list(args)
+        self.cmd = [SERVER_BIN, "--listen", "%s:%d" % (listen_host, self.port), "--database-url",
+                    db.url, "--data-dir", self.dir, "--http-threads", "4", "--db-pool-size",
+                    "8"] + list(args)
+        self.url = "%s://127.0.0.1:%d" % ("https" if ca_file else "http", self.port)
+        self._launch()
+
+    def _launch(self):
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=self.base_env)
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=self.log, env=self.base_env)
         _children.append(self.proc)
         self.watch("server")
-        self.url = "%s://127.0.0.1:%d" % ("https" if ca_file else "http", self.port)
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 self.log.close()  # a test may expect this (a refused configuration)
                 raise RuntimeError("server exited at start:\n" + self.log_tail())
             try:
-                st, _, _ = Client(self.url, ca_file=ca_file).get("/healthz")
+                st, _, _ = Client(self.url, ca_file=self.ca_file).get("/healthz")
                 if st == 200:
                     return
             except OSError:
@@ -228,6 +232,20 @@ class Server(Process):
         rc = self.terminate("server", check)
         shutil.rmtree(self.dir, ignore_errors=True)
         return rc
+
+    def kill9(self):
+        """SIGKILL, as a crash would: nothing is flushed or released. What
+        TSan printed before still fails the test."""
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+        self.check_sanitizer("server (killed)")
+
+    def restart(self):
+        """Start the same server again after kill9(): same port, data dir
+        (signing key) and arguments, so workers and clients find it where
+        they left it. Returns once /healthz answers 200."""
+        self._launch()
 
 
 class Client:

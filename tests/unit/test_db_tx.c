@@ -1,7 +1,8 @@
 /*
  * test_db_tx.c - the retry loop of db_tx() (db_tx_run) with stand-ins for
  * BEGIN, COMMIT, ROLLBACK and the pause: which rc is retried, how often, in
- * which order the steps come, and how long it pauses.
+ * which order the steps come, and how long it pauses; and how db_result_rc()
+ * maps a result that carries no SQLSTATE.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,6 +151,24 @@ static void test_backoff_bounds(void **state)
     }
 }
 
+/* libpq's own errors carry no SQLSTATE: a connection lost under a statement
+ * (a database restart) is "unavailable" (503), not an internal error (500).
+ * A made-up result has no SQLSTATE either, which is what is tested here. */
+static void test_result_without_sqlstate_is_unavailable(void **state)
+{
+    PGresult *fatal = PQmakeEmptyPGresult(NULL, PGRES_FATAL_ERROR);
+    PGresult *ok = PQmakeEmptyPGresult(NULL, PGRES_COMMAND_OK);
+
+    (void)state;
+    assert_non_null(fatal);
+    assert_non_null(ok);
+    assert_int_equal(db_result_rc(fatal, "r-test"), RC_EUNAVAIL);
+    assert_int_equal(db_result_rc(ok, "r-test"), RC_OK);
+    assert_int_equal(db_result_rc(NULL, "r-test"), RC_EUNAVAIL);
+    PQclear(fatal);
+    PQclear(ok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -160,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_other_errors_are_not_retried),
         cmocka_unit_test(test_failed_begin_runs_nothing),
         cmocka_unit_test(test_backoff_bounds),
+        cmocka_unit_test(test_result_without_sqlstate_is_unavailable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
