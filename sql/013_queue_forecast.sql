@@ -1,4 +1,4 @@
--- 010_queue_forecast: the scheduling leader's latest queue forecast (issue
+-- 013_queue_forecast: the scheduling leader's latest queue forecast (issue
 -- 10, docs/queue.md), stored so that every replica serves the same one. The
 -- leader's scheduler thread rewrites both tables in one transaction after a
 -- pass (server/forecast.c). Derived data, like a cache: not audited, and no
