@@ -3,7 +3,7 @@
  * finished jobs the runtime predictor learns from, the predictor keys of
  * the jobs in a snapshot, the leader's writing of the forecast and every
  * replica's reading of it (tables queue_forecast and queue_forecast_meta,
- * sql/010_queue_forecast.sql).
+ * sql/013_queue_forecast.sql).
  *
  * What the predictor learns from: jobs that SUCCEEDED, with their run time
  * the sum over their attempts of ended_at - created_at (placement to end,
