@@ -21,6 +21,15 @@ if [ -z "${TRAINYARD_PACKAGE_BUILD_DIR:-}" ]; then
   step --live build cmake --build "$build" -j"$(nproc)" --target trainyard-server trainyard-worker trainyard trainyard-nccl-probe
 fi
 
+# The front-end code from npm that the server serves (web/README.md
+# "Third-party code", docs/api/README.md), when the tree has not got it yet.
+if [ -f web/vendor/package-lock.json ] && [ ! -d web/vendor/node_modules ]; then
+  step vendor npm ci --prefix web/vendor --no-audit --no-fund
+fi
+if [ -f docs/api/package-lock.json ] && [ ! -d docs/api/node_modules ]; then
+  step npm-api-docs npm ci --prefix docs/api --no-audit --no-fund --ignore-scripts --omit=dev
+fi
+
 babs=$(cd "$build" && pwd)
 version=$(sed -n 's/^project(trainyard VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 arch=$(dpkg --print-architecture)
@@ -108,8 +117,30 @@ control trainyard-examples all "python3" \
 d=$(pkgdir trainyard-server)
 install -D -m 0755 "$babs/server/trainyard-server" "$d/usr/bin/trainyard-server"
 install -d "$d/usr/share/trainyard"
-cp -r web "$d/usr/share/trainyard/web"
-rm -f "$d/usr/share/trainyard/web/README.md"
+# web/ as served, but of the npm packages only the files the server serves
+# (server/static_files.c static_vendor_file) and their licences.
+(cd web && find . -path ./vendor/node_modules -prune -o -type f ! -name README.md \
+  ! -path './vendor/package*.json' -print) |
+  while read -r f; do install -D -m 0644 "web/$f" "$d/usr/share/trainyard/web/$f"; done
+if [ -d web/vendor/node_modules/echarts ]; then
+  for f in dist/echarts.min.js dist/echarts.esm.min.mjs i18n/langZH.js lib/i18n/langZH.js LICENSE NOTICE; do
+    if [ -f "web/vendor/node_modules/echarts/$f" ]; then
+      install -D -m 0644 "web/vendor/node_modules/echarts/$f" \
+        "$d/usr/share/trainyard/web/vendor/node_modules/echarts/$f"
+    fi
+  done
+fi
+# The API reference page (api_docs_dir; server/api_openapi.c serves these).
+if [ -f docs/api/index.html ]; then
+  install -D -m 0644 docs/api/index.html "$d/usr/share/trainyard/api-docs/index.html"
+  install -D -m 0644 docs/api/init.js "$d/usr/share/trainyard/api-docs/init.js"
+  for f in swagger-ui.css swagger-ui-bundle.js LICENSE; do
+    if [ -f "docs/api/node_modules/swagger-ui-dist/$f" ]; then
+      install -D -m 0644 "docs/api/node_modules/swagger-ui-dist/$f" \
+        "$d/usr/share/trainyard/api-docs/node_modules/swagger-ui-dist/$f"
+    fi
+  done
+fi
 cp -r templates "$d/usr/share/trainyard/templates"
 install -D -m 0644 packaging/systemd/trainyard-server.service "$d/lib/systemd/system/trainyard-server.service"
 install -D -m 0640 packaging/etc/server.conf "$d/etc/trainyard/server.conf"

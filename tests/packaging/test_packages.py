@@ -179,6 +179,14 @@ class PackagesTest(unittest.TestCase):
         st, page, hdrs = admin.get("/")
         self.assertEqual(st, 200)
         self.assertIn("text/html", hdrs.get("content-type", ""))
+        # The front-end code from npm, shipped in the package: ECharts and
+        # the API reference page.
+        st, _, hdrs = admin.get("/vendor/echarts/echarts.min.js")
+        self.assertEqual(st, 200)
+        self.assertIn("javascript", hdrs.get("content-type", ""))
+        st, _, hdrs = admin.get("/api/v1/docs/swagger-ui-bundle.js")
+        self.assertEqual(st, 200)
+        self.assertFalse(os.path.exists("/usr/share/trainyard/web/vendor/package.json"))
 
         st, team, _ = admin.post("/api/v1/teams", {"name": "pkg", "gpu_quota": 1})
         self.assertEqual(st, 201, team)
