@@ -144,11 +144,20 @@ class JobReasonsTest(ServerTest):
         self.events(jid)
 
     def test_cancel_queued(self):
-        # More GPUs than the node has: it stays queued until cancelled.
-        jid = self.submit("big", ["/bin/true"], resources={"gpus": 4})
-        st, body, _ = self.admin.post("/api/v1/jobs/%s/cancel" % jid)
+        # The only node drains: the job stays queued until cancelled. (More
+        # GPUs than the site has would be refused at submit: site_too_small.)
+        node = next(n for n in self.admin.get("/api/v1/nodes")[1]["nodes"]
+                    if n["name"] == "node-r")
+        st, body, _ = self.admin.post("/api/v1/nodes/%s/drain" % node["id"])
         self.assertIn(st, (200, 202), body)
-        job = self.wait_end(jid)
+        try:
+            jid = self.submit("big", ["/bin/true"])
+            st, body, _ = self.admin.post("/api/v1/jobs/%s/cancel" % jid)
+            self.assertIn(st, (200, 202), body)
+            job = self.wait_end(jid)
+        finally:
+            st, body, _ = self.admin.post("/api/v1/nodes/%s/undrain" % node["id"])
+            self.assertIn(st, (200, 202), body)
         self.assertEqual(job["state"], "CANCELLED", job)
         self.assertEqual((job["reason_code"], job["reason_params"]), ("cancelled_by_user", {}))
         self.events(jid)
