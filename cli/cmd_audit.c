@@ -1,8 +1,12 @@
 /*
- * cmd_audit.c - "trainyard audit": today one subcommand, verify, which
- * checks an export against the server's public key offline (verify.h) and
- * prints one line (or one JSON object with --json).
+ * cmd_audit.c - "trainyard audit": export, which streams a signed export
+ * of the audit log from the server (GET /api/v1/audit/export) to stdout or
+ * a file, and verify, which checks an export against the server's public
+ * key offline (verify.h) and prints one line (or one JSON object with
+ * --json).
  *
+ *   trainyard audit export [--format jsonl|csv] [--from X] [--to Y] [-o FILE]
+ *                          [--server URL]
  *   trainyard audit verify EXPORT --public-key FILE [--json]
  *
  * EXPORT "-" is stdin. Exit codes: cli.h (0 verified, 1 failed, 2 usage,
@@ -15,9 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "audit_sign.h"
 #include "cli.h"
+#include "client.h"
 #include "export_reader.h"
+#include "msg.h"
 #include "verify.h"
 
 #define KEY_FILE_MAX (64 * 1024)
@@ -43,6 +50,7 @@ static void verify_usage(FILE *f)
 static void audit_usage(FILE *f)
 {
     fprintf(f, "usage: trainyard audit SUBCOMMAND ...\n"
+               "  export   download a signed export of the audit log\n"
                "  verify   check a signed audit export offline\n");
 }
 
@@ -229,7 +237,116 @@ out:
     return code;
 }
 
+static void export_usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard audit export [--format jsonl|csv] [--from X] [--to Y]\n"
+               "                              [-o FILE] [--server URL]\n"
+               "Download a signed export of the audit log (auditors and admins) to stdout\n"
+               "or FILE. --from and --to are event ids or RFC 3339 times (inclusive).\n"
+               "Check it with 'trainyard audit verify FILE --public-key KEY'.\n");
+}
+
+struct export_sink {
+    FILE *f;
+    int failed;
+};
+
+static int export_write(const char *data, size_t n, void *ud)
+{
+    struct export_sink *s = ud;
+
+    if (fwrite(data, 1, n, s->f) != n) {
+        s->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_audit_export(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct cli_common co = {0};
+    const char *format = NULL, *from = NULL, *to = NULL, *file = NULL;
+    const char *names[] = {"format", "from", "to"};
+    struct cli_client *c = NULL;
+    struct export_sink sink = {out, 0};
+    json_t *resp = NULL;
+    char path[1024] = "/api/v1/audit/export", part[512], fmt[32];
+    long status = 0;
+    int code = CLI_EXIT_FAIL, r;
+    enum rc rc;
+
+    for (int i = 1; i < argc; i++) {
+        if ((r = cli_common_opt(argc, argv, &i, &co, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "--format", &format, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "--from", &from, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "--to", &to, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "-o", &file, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "--output", &file, err)) != 0) {
+            if (r < 0)
+                return cli_usage_error(err, "audit export");
+        } else {
+            cli_bad_arg(argv[i], err);
+            return cli_usage_error(err, "audit export");
+        }
+    }
+    if (co.help) {
+        export_usage(out);
+        return CLI_EXIT_OK;
+    }
+    if (co.json) {
+        cli_bad_arg("--json", err);
+        return cli_usage_error(err, "audit export");
+    }
+    {
+        const char *vals[] = {format, from, to};
+        for (size_t k = 0; k < 3; k++) {
+            if (vals[k] == NULL)
+                continue;
+            snprintf(fmt, sizeof(fmt), "%c%s=%%s", strchr(path, '?') ? '&' : '?', names[k]);
+            if (cli_path(part, sizeof(part), fmt, vals[k]) != RC_OK ||
+                strlen(path) + strlen(part) >= sizeof(path)) {
+                cli_errf(err, M_OOM);
+                return CLI_EXIT_FAIL;
+            }
+            memcpy(path + strlen(path), part, strlen(part) + 1);
+        }
+    }
+    if ((code = cli_connect(co.server, &c, err)) != CLI_EXIT_OK)
+        goto out;
+    if (file != NULL && (sink.f = fopen(file, "wb")) == NULL) {
+        cli_errf(err, M_WRITE_FILE, file, strerror(errno));
+        code = CLI_EXIT_USAGE;
+        goto out;
+    }
+    rc = cli_client_stream(c, path, NULL, 120, export_write, &sink, &status, &resp, err);
+    if (rc != RC_OK) {
+        code = cli_exit_for_rc(rc);
+    } else if (status != 200) {
+        code = cli_refused(err, M_W_EXPORT, status, resp);
+    } else if (sink.failed || fflush(sink.f) != 0) {
+        cli_errf(err, M_WRITE_FILE, file ? file : "stdout", strerror(errno));
+        code = CLI_EXIT_FAIL;
+    } else {
+        code = CLI_EXIT_OK;
+    }
+    if (file != NULL) {
+        if (fclose(sink.f) != 0 && code == CLI_EXIT_OK) {
+            cli_errf(err, M_WRITE_FILE, file, strerror(errno));
+            code = CLI_EXIT_FAIL;
+        }
+        if (code != CLI_EXIT_OK)
+            unlink(file); /* half an export is no export */
+        else
+            cli_errf(err, M_EXPORT_DONE, file);
+    }
+out:
+    json_decref(resp);
+    cli_client_free(c);
+    return code;
+}
+
 static const struct cli_command audit_commands[] = {
+    {"export", "download a signed export of the audit log", cmd_audit_export},
     {"verify", "check a signed audit export offline", cmd_audit_verify},
 };
 

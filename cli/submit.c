@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "msg.h"
 #include "submit.h"
 
 /* The value of option name at argv[*i]: "--name VALUE" (advancing *i) or
@@ -160,17 +161,30 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *o, FILE *err
         } else if (missing) {
             fprintf(err, "trainyard: %s needs a value\n", a);
             return -1;
-        } else if (a[0] == '-') {
+        } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(err, "trainyard: unknown option %s\n", a);
             return -1;
+        } else if (o->file == NULL && strchr(a, '=') == NULL) {
+            o->file = a;
         } else {
             fprintf(err, "trainyard: unexpected argument %s (parameters go as --param %s)\n", a,
                     strchr(a, '=') ? a : "NAME=VALUE");
             return -1;
         }
     }
-    if (o->template_id == NULL) {
-        fprintf(err, "trainyard: --template ID is required ('trainyard templates' lists them)\n");
+    if (o->file != NULL && o->template_id != NULL) {
+        cli_errf(err, M_FILE_OR_TEMPLATE);
+        return -1;
+    }
+    if (o->file != NULL &&
+        (o->n_params > 0 || o->n_datasets > 0 || o->gpus > 0 || o->team || o->name)) {
+        fprintf(err, "trainyard: --param, --dataset, --gpus, --team and --name go with "
+                     "--template; a job file says them itself\n");
+        return -1;
+    }
+    if (o->template_id == NULL && o->file == NULL) {
+        fprintf(err, "trainyard: --template ID is required ('trainyard templates' lists them), "
+                     "or a job file\n");
         return -1;
     }
     return 0;
