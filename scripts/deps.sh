@@ -15,7 +15,7 @@ case "${1:-build}" in
   # The browser tests (tests/web) drive Chromium with playwright-core from npm.
   # The example training scripts (tests/integration/test_examples.py) learn
   # real data that packages ship: sklearn's digits and fortunes-zh's text.
-  test) want+=(python3-torch python3-torchvision python3-sklearn python3-pil fortunes-zh
+  test) want+=(python3-torch python3-torchvision python3-sklearn python3-pil fortunes-zh zsh
                iproute2 nftables chromium fonts-noto-cjk nodejs npm) ;;
   bench) want+=(python3-torch wrk nginx-light slurmctld slurmd slurm-client munge) ;;
 esac
