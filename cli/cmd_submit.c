@@ -80,7 +80,7 @@ int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
     enum rc rc;
 
     if ((o = malloc(sizeof(*o))) == NULL) {
-        fprintf(err, "trainyard: out of memory\n");
+        cli_errf(err, M_OOM);
         goto out;
     }
     if ((p = cli_submit_parse(argc, argv, o, err)) != 0) {
@@ -88,7 +88,7 @@ int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
             submit_usage(out);
             code = CLI_EXIT_OK;
         } else {
-            fprintf(err, "'trainyard submit --help' describes the options\n");
+            cli_usage_error(err, "submit");
         }
         goto out;
     }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "client.h"
 #include "msg.h"
@@ -67,8 +68,7 @@ int cli_cmd_templates(int argc, char **argv, FILE *out, FILE *err)
             templates_usage(out);
             return CLI_EXIT_OK;
         }
-        fprintf(err, "'trainyard templates --help' describes the options\n");
-        return CLI_EXIT_USAGE;
+        return cli_usage_error(err, "templates");
     }
     if ((code = cli_connect(o.server, &c, err)) != CLI_EXIT_OK)
         goto out;

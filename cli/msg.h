@@ -75,8 +75,27 @@
     X(M_SUBMITTED, "job %s submitted: %s, %s", "作业 %s 已提交：%s，%s")                           \
     X(M_FILE_OR_TEMPLATE, "give a job file or --template, not both",                               \
       "作业文件与 --template 只能二选一")                                                          \
-    X(M_NEED_SPEC, "a job file (FILE or - for stdin) or --template ID is required",                \
-      "需要作业文件（FILE，或用 - 读标准输入）或 --template ID")                                   \
+    X(M_NEED_SPEC,                                                                                 \
+      "--template ID is required ('trainyard templates' lists them), or a job file (- for stdin)", \
+      "需要 --template ID（'trainyard templates' 列出全部模板）或作业文件（- 读标准输入）")        \
+    X(M_NOT_UTF8, "%s: the value is not valid UTF-8", "%s：值不是有效的 UTF-8")                    \
+    X(M_PARAM_KV, "--param wants NAME=VALUE (got %s)", "--param 需要 NAME=VALUE 格式（收到 %s）")  \
+    X(M_PARAM_LONG, "--param name is over %d characters", "--param 名称超过 %d 个字符")            \
+    X(M_PARAM_CHARS, "--param name %.*s: letters, digits and _ only",                              \
+      "--param 名称 %.*s：只能包含字母、数字和 _")                                                 \
+    X(M_PARAM_TWICE, "--param %.*s given twice", "--param %.*s 重复给出")                          \
+    X(M_PARAM_MAX, "at most %d --param", "--param 最多 %d 个")                                     \
+    X(M_GPUS, "--gpus wants a whole number from 1 to %d (got %s)",                                 \
+      "--gpus 必须是 1 到 %d 之间的整数（收到 %s）")                                               \
+    X(M_DATASET_EMPTY, "--dataset needs a path or a registered name",                              \
+      "--dataset 需要路径或已登记的数据集名称")                                                    \
+    X(M_DATASET_MAX, "at most %d --dataset", "--dataset 最多 %d 个")                               \
+    X(M_BARE_PARAM, "unexpected argument %s (parameters go as --param %s)",                        \
+      "多余的参数 %s（参数请写成 --param %s）")                                                    \
+    X(M_FILE_TPL_OPTS,                                                                             \
+      "--param, --dataset, --gpus, --team and --name go with --template; a job file says them "    \
+      "itself",                                                                                    \
+      "--param、--dataset、--gpus、--team 和 --name 只用于 --template；作业文件自己给出这些值")    \
     X(M_CANCELLED, "job %s: cancel requested, %s", "作业 %s：已请求取消，%s")                      \
     X(M_DRAINING, "node %s is draining: no new work is placed on it",                              \
       "节点 %s 正在排空：不再分配新任务")                                                          \

@@ -178,7 +178,7 @@ static void test_templates_parse(void **state)
     assert_int_equal(cli_templates_parse(ARGC(bad), bad, &o, f), -1);
     assert_int_equal(cli_templates_parse(ARGC(missing), missing, &o, f), -1);
     fclose(f);
-    assert_non_null(strstr(g_err, "unknown argument --all"));
+    assert_non_null(strstr(g_err, "unknown option --all"));
     assert_non_null(strstr(g_err, "--server needs a value"));
 }
 
