@@ -10,6 +10,9 @@
  * a terminal (pipelines: `printf %s "$PW" | trainyard login URL --user U`);
  * it is never an argument (argv is visible to every user of the machine).
  *
+ * Signing in again to the same server revokes the token the old login
+ * file held (best effort), so that logins do not pile up tokens.
+ *
  * logout revokes the stored token (DELETE /api/v1/tokens/{id}) and
  * removes the file; the file goes even when the server cannot be told.
  *
@@ -171,6 +174,29 @@ out:
     return code;
 }
 
+/* Revokes the token of an earlier login to url, if the login file holds
+ * one; nothing is said when it cannot (it may be revoked already). */
+static void revoke_previous(const char *url)
+{
+    struct cli_config old;
+    struct cli_client *c = NULL;
+    json_t *resp = NULL;
+    char path[128];
+    long status = 0;
+    FILE *quiet = fopen("/dev/null", "w");
+
+    if (quiet == NULL)
+        return;
+    if (cli_config_load(&old, quiet) == RC_OK && old.token[0] != '\0' && old.token_id[0] != '\0' &&
+        strcmp(old.url, url) == 0 && cli_client_new(old.url, old.token, &c, quiet) == RC_OK &&
+        cli_path(path, sizeof(path), "/api/v1/tokens/%s", old.token_id) == RC_OK)
+        (void)cli_client_request(c, "DELETE", path, NULL, &status, &resp, quiet);
+    json_decref(resp);
+    cli_client_free(c);
+    cli_config_wipe(&old);
+    fclose(quiet);
+}
+
 int cli_cmd_login(int argc, char **argv, FILE *out, FILE *err)
 {
     struct cli_common co = {0};
@@ -240,6 +266,7 @@ int cli_cmd_login(int argc, char **argv, FILE *out, FILE *err)
         goto out;
     snprintf(cfg.url, sizeof(cfg.url), "%s", cli_client_url(c));
     snprintf(cfg.user, sizeof(cfg.user), "%s", user);
+    revoke_previous(cfg.url);
     if (cli_config_save(&cfg, path, sizeof(path), err) != RC_OK) {
         code = CLI_EXIT_FAIL;
         goto out;

@@ -21,6 +21,7 @@ worker with fake GPUs (cli/cmd_*.c):
 """
 import json
 import os
+import pty
 import shutil
 import stat
 import subprocess
@@ -169,6 +170,13 @@ class CliOpsTest(ServerTest):
         info = json.loads(js.stdout)
         self.assertEqual((info["url"], info["user"], info["role"]),
                          (self.server.url, "admin", "admin"))
+        # Signing in again revokes the token of the login it replaces.
+        js2 = json.loads(self.ok("login", "--user", "admin", "--json", token=False, home=home2,
+                                 stdin=ADMIN_PASSWORD).stdout)
+        self.assertNotEqual(js2["token_id"], info["token_id"])
+        revoked = {t["id"]: t["revoked_at"] for t in self.admin.get("/api/v1/tokens")[1]["tokens"]}
+        self.assertIsNotNone(revoked[info["token_id"]])
+        self.assertIsNone(revoked[js2["token_id"]])
 
         # A login file others can read is refused, with the fix.
         os.chmod(cfg, 0o644)
@@ -189,6 +197,42 @@ class CliOpsTest(ServerTest):
         self.assertIn("run 'trainyard login'", out.stderr)
         out = self.ok("logout", token=False, url=False, home=home)
         self.assertIn("not signed in", out.stderr)
+
+    def test_login_prompt_without_echo(self):
+        """On a terminal the password is asked for and not echoed."""
+        home = self.home()
+        master, slave = pty.openpty()
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("LC_ALL", "LC_MESSAGES", "TRAINYARD_TOKEN", "TRAINYARD_URL")}
+        env.update(LANG="C.UTF-8", HOME=home)
+        p = subprocess.Popen([CLI_BIN, "login", self.server.url, "--user", "admin"], stdin=slave,
+                             stdout=slave, stderr=slave, env=env, close_fds=True)
+        os.close(slave)
+        seen = b""
+        try:
+            while b"password for admin at " not in seen:
+                chunk = os.read(master, 4096)
+                self.assertTrue(chunk, seen)
+                seen += chunk
+            os.write(master, (ADMIN_PASSWORD + "\n").encode())
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the CLI closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            self.assertEqual(p.wait(timeout=60), 0, seen)
+        finally:
+            os.close(master)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        text = seen.decode("utf-8", "replace")
+        self.assertIn("signed in to %s as admin" % self.server.url, text)
+        self.assertNotIn(ADMIN_PASSWORD, text)
+        self.assertTrue(os.path.exists(os.path.join(home, ".config", "trainyard", "config")))
 
     # jobs -------------------------------------------------------------
     def test_jobs_both_modes(self):
