@@ -405,11 +405,13 @@ static int follow_logs(struct cli_client *c, const char *base, struct logs_ctx *
     char path[700];
     json_t *resp = NULL;
     long status = 0;
-    int cuts = 0, code = CLI_EXIT_FAIL;
+    int cuts = 0, code = CLI_EXIT_FAIL, followed = 0;
     enum rc rc;
 
-    snprintf(path, sizeof(path), "%s&follow=1", base);
+    snprintf(path, sizeof(path), "%sfollow=1", base);
     for (;;) {
+        char before[sizeof(x->last_id)];
+        snprintf(before, sizeof(before), "%s", x->last_id);
         cli_sse_cleanup(&x->sse);
         cli_sse_init(&x->sse);
         rc = cli_client_stream(c, path, x->last_id[0] ? x->last_id : NULL, FOLLOW_IDLE_S, on_bytes,
@@ -426,12 +428,20 @@ static int follow_logs(struct cli_client *c, const char *base, struct logs_ctx *
             code = CLI_EXIT_OK;
             break;
         }
+        followed |= status == 200;
+        /* A server that never answered is down, not a stream that was cut. */
+        if (rc == RC_EUNAVAIL && !followed) {
+            code = CLI_EXIT_UNAVAIL;
+            break;
+        }
         /* Cut before the end (a restart of the server, a proxy): go on
          * after the last line shown, a few times. */
         if (rc != RC_OK && rc != RC_EUNAVAIL) {
             code = cli_exit_for_rc(rc);
             break;
         }
+        if (strcmp(before, x->last_id) != 0)
+            cuts = 0; /* lines came: count the cuts in a row afresh */
         if (++cuts > FOLLOW_RETRIES) {
             code = CLI_EXIT_UNAVAIL;
             break;
@@ -454,7 +464,7 @@ static int page_logs(struct cli_client *c, const char *base, struct logs_ctx *x,
     enum rc rc;
 
     do {
-        snprintf(path, sizeof(path), "%s&limit=%d%s%s", base, LOG_PAGE,
+        snprintf(path, sizeof(path), "%slimit=%d%s%s", base, LOG_PAGE,
                  x->last_id[0] ? "&after=" : "", x->last_id);
         json_decref(resp);
         resp = NULL;
@@ -541,9 +551,8 @@ int cli_cmd_logs(int argc, char **argv, FILE *out, FILE *err)
         snprintf(tmp, sizeof(tmp), "stream=%s&", stream);
         strncat(base, tmp, sizeof(base) - strlen(base) - 1);
     }
-    base[strlen(base) - 1] = '\0'; /* the last '&' or the '?' */
-    if (strchr(base, '?') == NULL)
-        strncat(base, "?x=0", sizeof(base) - strlen(base) - 1);
+    /* base is "...logs?" plus "k=v&" filters: the paths below add the
+     * rest (limit, after, follow), the last of them without a '&'. */
     memset(&x, 0, sizeof(x));
     x.out = out;
     x.err = err;

@@ -430,6 +430,8 @@ class CliOpsTest(ServerTest):
                      ["submit", self.spec_file("down", ["/bin/true"])]):
             out = self.cli(*args, url=down, timeout=60)
             self.assertEqual(out.returncode, 6, "%s: %s" % (args, out.stderr))
+            # A server that never answered: no retries of a "cut" stream.
+            self.assertNotIn("reconnecting", out.stderr)
         # help lists the same numbers.
         self.assertRegex(self.ok("help").stdout, r"(?m)^  6  the server cannot be reached")
 
