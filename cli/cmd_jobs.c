@@ -25,7 +25,7 @@
 #include "table.h"
 
 #define LOG_PAGE 5000
-#define FOLLOW_RETRIES 5 /* consecutive cut streams before giving up */
+#define FOLLOW_RETRIES 5 /* consecutive cut streams before giving up: 1+2+4+8+16 s */
 #define FOLLOW_IDLE_S 60 /* the server pings every 15 s */
 
 static void ls_usage(FILE *f)
@@ -447,7 +447,8 @@ static int follow_logs(struct cli_client *c, const char *base, struct logs_ctx *
             break;
         }
         cli_errf(err, M_STREAM_CUT, rc == RC_OK ? "eof" : "error");
-        sleep(1);
+        /* Backing off gives a restarting server about 30 s to come back. */
+        sleep(1u << (cuts - 1));
     }
     json_decref(resp);
     cli_sse_cleanup(&x->sse);

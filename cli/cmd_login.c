@@ -48,9 +48,12 @@ static void logout_usage(FILE *f)
                "Revoke the stored API token on its server and remove the login file.\n");
 }
 
-/* One line from fd 0 into buf (size n) without its line end; echo off
- * when it is a terminal. -1 on EOF before anything, or an error. */
-static int read_line(char *buf, size_t n, int no_echo, FILE *err)
+/* One line from fd 0 into buf (size n) without its line end, after
+ * prompt (may be NULL) on err. With no_echo on a terminal, echo goes off
+ * before the prompt is shown (TCSANOW: what was typed ahead stays), so a
+ * password typed as soon as the prompt appears is never echoed nor lost.
+ * -1 on EOF before anything, or an error. */
+static int read_line(char *buf, size_t n, int no_echo, const char *prompt, FILE *err)
 {
     struct termios old, quiet;
     int tty = isatty(STDIN_FILENO), restore = 0;
@@ -61,7 +64,11 @@ static int read_line(char *buf, size_t n, int no_echo, FILE *err)
     if (tty && no_echo && tcgetattr(STDIN_FILENO, &old) == 0) {
         quiet = old;
         quiet.c_lflag &= ~(tcflag_t)ECHO;
-        restore = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet) == 0;
+        restore = tcsetattr(STDIN_FILENO, TCSANOW, &quiet) == 0;
+    }
+    if (prompt != NULL && tty) {
+        fputs(prompt, err);
+        fflush(err);
     }
     /* One byte at a time: what follows the line stays unread. */
     while (len + 1 < n && (r = read(STDIN_FILENO, &ch, 1)) == 1 && ch != '\n')
@@ -69,7 +76,7 @@ static int read_line(char *buf, size_t n, int no_echo, FILE *err)
     if (r < 0 && errno == EINTR)
         r = 0;
     if (restore) {
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+        tcsetattr(STDIN_FILENO, TCSANOW, &old);
         fputc('\n', err);
     }
     while (len > 0 && buf[len - 1] == '\r')
@@ -245,19 +252,14 @@ int cli_cmd_login(int argc, char **argv, FILE *out, FILE *err)
             cli_errf(err, M_REQUIRED, "--user NAME");
             goto out;
         }
-        fputs(cli_msg(M_PROMPT_USER), err);
-        if (read_line(ubuf, sizeof(ubuf), 0, err) != 0 || ubuf[0] == '\0') {
+        if (read_line(ubuf, sizeof(ubuf), 0, cli_msg(M_PROMPT_USER), err) != 0 || ubuf[0] == '\0') {
             cli_errf(err, M_REQUIRED, "--user NAME");
             goto out;
         }
         user = ubuf;
     }
-    if (isatty(STDIN_FILENO)) {
-        cli_msgf(line, sizeof(line), M_PROMPT_PASSWORD, user, url);
-        fputs(line, err);
-        fflush(err);
-    }
-    if (read_line(password, sizeof(password), 1, err) != 0 || password[0] == '\0') {
+    cli_msgf(line, sizeof(line), M_PROMPT_PASSWORD, user, url);
+    if (read_line(password, sizeof(password), 1, line, err) != 0 || password[0] == '\0') {
         cli_errf(err, M_NO_PASSWORD);
         goto out;
     }

@@ -22,6 +22,7 @@ worker with fake GPUs (cli/cmd_*.c):
 import json
 import os
 import pty
+import select
 import shutil
 import stat
 import subprocess
@@ -209,17 +210,24 @@ class CliOpsTest(ServerTest):
                              stdout=slave, stderr=slave, env=env, close_fds=True)
         os.close(slave)
         seen = b""
+
+        def read_some():
+            # Bounded: a CLI that waits for ever fails the test, not the suite.
+            ready, _, _ = select.select([master], [], [], 60)
+            self.assertTrue(ready, "no output from the CLI in 60 s: %r" % seen)
+            try:
+                return os.read(master, 4096)
+            except OSError:  # EIO: the CLI closed the terminal
+                return b""
         try:
             while b"password for admin at " not in seen:
-                chunk = os.read(master, 4096)
+                chunk = read_some()
                 self.assertTrue(chunk, seen)
                 seen += chunk
+            # At once: the prompt is up, so echo is off and nothing is flushed.
             os.write(master, (ADMIN_PASSWORD + "\n").encode())
             while True:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:  # EIO: the CLI closed the terminal
-                    break
+                chunk = read_some()
                 if not chunk:
                     break
                 seen += chunk
@@ -463,6 +471,82 @@ class CliOpsTest(ServerTest):
         self.assertIn("trainyard: cannot read the job: 404", out.stderr)
         out = self.cli("nodes", **zh)
         self.assertTrue(out.stdout.startswith("名称"), out.stdout)
+
+
+class CliFollowRestartTest(ServerTest):
+    """logs -f across a restart of the server: the CLI reconnects after the
+    last line it showed (Last-Event-ID), so no line is lost or repeated."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.storage = tempfile.mkdtemp(prefix="ty-cli-restart-storage-")
+        os.chmod(cls.storage, 0o755)
+        cls.server_args = ("--storage-root", cls.storage)
+        super().setUpClass()
+        st, cls.team, _ = cls.admin.post("/api/v1/teams", {"name": "restart", "gpu_quota": 2})
+        assert st == 201, cls.team
+        st, tok, _ = cls.admin.post("/api/v1/tokens", {"name": "restart"})
+        assert st == 201, tok
+        cls.token = tok["token"]
+        st, join, _ = cls.admin.post("/api/v1/nodes/join-tokens", {"uses": 1})
+        assert st == 201, join
+        cls.worker = Worker(cls.server.url, join["token"], "restart-node", gpus=1,
+                            allowed_root=cls.storage)
+        wait_for(lambda: any(n["state"] == "ready" for n in
+                             cls.admin.get("/api/v1/nodes")[1]["nodes"]),
+                 timeout=60, what="the worker to be ready")
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.worker.stop()
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.storage, ignore_errors=True)
+
+    def test_follow_survives_a_server_restart(self):
+        tmp = tempfile.mkdtemp(prefix="ty-cli-restart-")
+        gate = os.path.join(tmp, "go")
+        spec = {"name": "restart-follow", "team": "restart", "resources": {"gpus": 1},
+                "command": ["/bin/sh", "-c", "echo before; while [ ! -e %s ]; do sleep 0.1; "
+                            "done; echo after" % gate]}
+        st, job, _ = self.admin.post("/api/v1/jobs", spec)
+        self.assertEqual(st, 201, job)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LC_")}
+        env.update(LANG="C.UTF-8", HOME=tmp, TRAINYARD_URL=self.server.url,
+                   TRAINYARD_TOKEN=self.token)
+        p = subprocess.Popen([CLI_BIN, "logs", "-f", job["id"]], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            first = p.stdout.readline()
+            if first != "[0] before\n":
+                p.kill()
+                self.fail("logs -f: %r, stderr %r" % (first, p.communicate()[1]))
+            # The same server again, on the same port and database.
+            port = self.server.port
+            self.server.stop()
+            real = harness.free_port
+            harness.free_port = lambda: port
+            try:
+                type(self).server = harness.Server(self.db, args=self.server_args)
+            finally:
+                harness.free_port = real
+            open(gate, "w").close()
+            out, err = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.assertEqual(p.returncode, 0, err)
+        # Every line the server holds, each once, in its order: the
+        # reconnect went on after the last line shown (Last-Event-ID).
+        st, logs, _ = self.admin.get("/api/v1/jobs/%s/logs" % job["id"])
+        self.assertEqual(st, 200, logs)
+        self.assertEqual("[0] before\n" + out, "".join("[0] " + r["text"] for r in logs["logs"]),
+                         logs)
+        self.assertIn("the log stream was cut", err)
+        self.assertIn("job %s ended: SUCCEEDED" % job["id"], err)
 
 
 if __name__ == "__main__":
