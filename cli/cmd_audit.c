@@ -70,25 +70,24 @@ static int parse_verify(int argc, char **argv, struct verify_opts *o, FILE *err)
             o->json = 1;
         } else if (!positional_only && strcmp(a, "--public-key") == 0) {
             if (i + 1 >= argc) {
-                fprintf(err, "trainyard: --public-key needs a file\n");
+                cli_errf(err, M_KEY_NEEDS_FILE);
                 return -1;
             }
             o->key_path = argv[++i];
         } else if (!positional_only && strncmp(a, "--public-key=", 13) == 0) {
             o->key_path = a + 13;
         } else if (!positional_only && a[0] == '-' && a[1] != '\0') {
-            fprintf(err, "trainyard: unknown option %s\n", a);
+            cli_errf(err, M_UNKNOWN_OPTION, a);
             return -1;
         } else if (o->export_path == NULL) {
             o->export_path = a;
         } else {
-            fprintf(err, "trainyard: one export at a time (got %s and %s)\n", o->export_path, a);
+            cli_errf(err, M_ONE_EXPORT, o->export_path, a);
             return -1;
         }
     }
     if (o->export_path == NULL || o->key_path == NULL) {
-        fprintf(err, "trainyard: %s is required\n",
-                o->export_path == NULL ? "EXPORT" : "--public-key FILE");
+        cli_errf(err, M_REQUIRED, o->export_path == NULL ? "EXPORT" : "--public-key FILE");
         return -1;
     }
     return 0;
@@ -110,24 +109,24 @@ static int load_keys(const char *path, struct audit_key **key, struct audit_key 
     *ring = NULL;
     *nring = 0;
     if (text == NULL) {
-        fprintf(err, "trainyard: out of memory\n");
+        cli_errf(err, M_OOM);
         return -1;
     }
     if ((f = fopen(path, "rb")) == NULL) {
-        fprintf(err, "trainyard: cannot open public key %s: %s\n", path, strerror(errno));
+        cli_errf(err, M_KEY_OPEN, path, strerror(errno));
         goto out;
     }
     n = fread(text, 1, KEY_FILE_MAX + 1, f);
     if (ferror(f)) {
-        fprintf(err, "trainyard: cannot read public key %s: %s\n", path, strerror(errno));
+        cli_errf(err, M_KEY_READ, path, strerror(errno));
     } else if (n > KEY_FILE_MAX) {
-        fprintf(err, "trainyard: public key %s is larger than %d bytes\n", path, KEY_FILE_MAX);
+        cli_errf(err, M_KEY_BIG, path, KEY_FILE_MAX);
     } else if ((rc = verify_ring_from_public(text, n, ring, nring, &e)) == RC_ENOTFOUND &&
                (rc = audit_key_from_public(text, n, key, &e)) != RC_OK) {
-        fprintf(err, "trainyard: public key %s: %s\n", path, e.message);
+        cli_errf(err, M_KEY_BAD, path, e.message);
         *key = NULL;
     } else if (rc != RC_OK) {
-        fprintf(err, "trainyard: key ring %s: %s\n", path, e.message);
+        cli_errf(err, M_RING_BAD, path, e.message);
     }
     fclose(f);
 out:
@@ -185,7 +184,7 @@ static int print_json(const struct verify_result *v, FILE *out, FILE *err)
     if (!bad && (s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS)) != NULL)
         fprintf(out, "%s\n", s);
     else
-        fprintf(err, "trainyard: out of memory\n");
+        cli_errf(err, M_OOM);
     free(s);
     json_decref(o);
     return s != NULL ? 0 : -1;
@@ -212,17 +211,17 @@ static int cmd_audit_verify(int argc, char **argv, FILE *out, FILE *err)
     if (strcmp(o.export_path, "-") == 0) {
         fd = STDIN_FILENO;
     } else if ((fd = open(o.export_path, O_RDONLY | O_CLOEXEC)) < 0) {
-        fprintf(err, "trainyard: cannot open %s: %s\n", o.export_path, strerror(errno));
+        cli_errf(err, M_OPEN_FILE, o.export_path, strerror(errno));
         goto out;
     }
     if (export_reader_open_fd(fd, &r, &e) != RC_OK) {
-        fprintf(err, "trainyard: %s: %s\n", o.export_path, e.message);
+        cli_errf(err, M_FILE_WHAT, o.export_path, e.message);
         goto out;
     }
     rc = ring != NULL ? verify_export_ring(r, (const struct audit_key *const *)ring, nring, &v)
                       : verify_export(r, key, &v);
     if (rc != RC_OK) {
-        fprintf(err, "trainyard: %s: %s\n", o.export_path, v.message);
+        cli_errf(err, M_FILE_WHAT, o.export_path, v.message);
         goto out;
     }
     if ((o.json ? print_json(&v, out, err) : (print_text(&v, out), 0)) != 0)
@@ -360,7 +359,7 @@ int cli_cmd_audit(int argc, char **argv, FILE *out, FILE *err)
     for (size_t i = 0; i < sizeof(audit_commands) / sizeof(audit_commands[0]); i++)
         if (strcmp(argv[1], audit_commands[i].name) == 0)
             return audit_commands[i].run(argc - 1, argv + 1, out, err);
-    fprintf(err, "trainyard: unknown audit subcommand %s\n", argv[1]);
+    cli_errf(err, M_UNKNOWN_SUB, argv[1]);
     audit_usage(err);
     return CLI_EXIT_USAGE;
 }

@@ -117,6 +117,17 @@
     X(M_EXPORT_DONE, "audit export written to %s", "审计导出已写入 %s")                            \
     X(M_LOGS_END, "job %s ended: %s", "作业 %s 已结束：%s")                                        \
     X(M_STREAM_CUT, "the log stream was cut (%s); reconnecting", "日志流中断（%s）；正在重连")     \
+    X(M_KEY_NEEDS_FILE, "--public-key needs a file", "--public-key 需要一个文件")                  \
+    X(M_ONE_EXPORT, "one export at a time (got %s and %s)",                                        \
+      "一次只能校验一个导出文件（收到 %s 和 %s）")                                                 \
+    X(M_KEY_OPEN, "cannot open public key %s: %s", "无法打开公钥 %s：%s")                          \
+    X(M_KEY_READ, "cannot read public key %s: %s", "无法读取公钥 %s：%s")                          \
+    X(M_KEY_BIG, "public key %s is larger than %d bytes", "公钥 %s 超过 %d 字节")                  \
+    X(M_KEY_BAD, "public key %s: %s", "公钥 %s：%s")                                               \
+    X(M_RING_BAD, "key ring %s: %s", "密钥环 %s：%s")                                              \
+    X(M_OPEN_FILE, "cannot open %s: %s", "无法打开 %s：%s")                                        \
+    X(M_FILE_WHAT, "%s: %s", "%s：%s")                                                             \
+    X(M_UNKNOWN_SUB, "unknown audit subcommand %s", "未知的 audit 子命令 %s")                      \
     X(M_NONE, "(none)", "（无）")                                                                  \
     X(H_ID, "ID", "编号")                                                                          \
     X(H_NAME, "NAME", "名称")                                                                      \

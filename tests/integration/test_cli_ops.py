@@ -466,6 +466,10 @@ class CliOpsTest(ServerTest):
             starts.add(width(line[:i]))
         self.assertEqual(len(starts), 1, ls)
         self.assertIn("退出码", self.ok("help", **zh).stdout)
+        out = self.cli("audit", "verify", "/nonexistent.jsonl", "--public-key", "/nonexistent.pem",
+                       **zh)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("trainyard: 无法打开公钥 /nonexistent.pem：", out.stderr)
         out = self.cli("show", "999999", lang="zh_CN.UTF-8",
                        extra_env={"LC_ALL": "en_US.UTF-8"})
         self.assertIn("trainyard: cannot read the job: 404", out.stderr)
