@@ -1,8 +1,12 @@
 /*
- * cmd_audit.c - "trainyard audit": today one subcommand, verify, which
- * checks an export against the server's public key offline (verify.h) and
- * prints one line (or one JSON object with --json).
+ * cmd_audit.c - "trainyard audit": export, which streams a signed export
+ * of the audit log from the server (GET /api/v1/audit/export) to stdout or
+ * a file, and verify, which checks an export against the server's public
+ * key offline (verify.h) and prints one line (or one JSON object with
+ * --json).
  *
+ *   trainyard audit export [--format jsonl|csv] [--from X] [--to Y] [-o FILE]
+ *                          [--server URL]
  *   trainyard audit verify EXPORT --public-key FILE [--json]
  *
  * EXPORT "-" is stdin. Exit codes: cli.h (0 verified, 1 failed, 2 usage,
@@ -15,9 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "audit_sign.h"
 #include "cli.h"
+#include "client.h"
 #include "export_reader.h"
+#include "msg.h"
 #include "verify.h"
 
 #define KEY_FILE_MAX (64 * 1024)
@@ -43,6 +50,7 @@ static void verify_usage(FILE *f)
 static void audit_usage(FILE *f)
 {
     fprintf(f, "usage: trainyard audit SUBCOMMAND ...\n"
+               "  export   download a signed export of the audit log\n"
                "  verify   check a signed audit export offline\n");
 }
 
@@ -62,25 +70,24 @@ static int parse_verify(int argc, char **argv, struct verify_opts *o, FILE *err)
             o->json = 1;
         } else if (!positional_only && strcmp(a, "--public-key") == 0) {
             if (i + 1 >= argc) {
-                fprintf(err, "trainyard: --public-key needs a file\n");
+                cli_errf(err, M_KEY_NEEDS_FILE);
                 return -1;
             }
             o->key_path = argv[++i];
         } else if (!positional_only && strncmp(a, "--public-key=", 13) == 0) {
             o->key_path = a + 13;
         } else if (!positional_only && a[0] == '-' && a[1] != '\0') {
-            fprintf(err, "trainyard: unknown option %s\n", a);
+            cli_errf(err, M_UNKNOWN_OPTION, a);
             return -1;
         } else if (o->export_path == NULL) {
             o->export_path = a;
         } else {
-            fprintf(err, "trainyard: one export at a time (got %s and %s)\n", o->export_path, a);
+            cli_errf(err, M_ONE_EXPORT, o->export_path, a);
             return -1;
         }
     }
     if (o->export_path == NULL || o->key_path == NULL) {
-        fprintf(err, "trainyard: %s is required\n",
-                o->export_path == NULL ? "EXPORT" : "--public-key FILE");
+        cli_errf(err, M_REQUIRED, o->export_path == NULL ? "EXPORT" : "--public-key FILE");
         return -1;
     }
     return 0;
@@ -102,24 +109,24 @@ static int load_keys(const char *path, struct audit_key **key, struct audit_key 
     *ring = NULL;
     *nring = 0;
     if (text == NULL) {
-        fprintf(err, "trainyard: out of memory\n");
+        cli_errf(err, M_OOM);
         return -1;
     }
     if ((f = fopen(path, "rb")) == NULL) {
-        fprintf(err, "trainyard: cannot open public key %s: %s\n", path, strerror(errno));
+        cli_errf(err, M_KEY_OPEN, path, strerror(errno));
         goto out;
     }
     n = fread(text, 1, KEY_FILE_MAX + 1, f);
     if (ferror(f)) {
-        fprintf(err, "trainyard: cannot read public key %s: %s\n", path, strerror(errno));
+        cli_errf(err, M_KEY_READ, path, strerror(errno));
     } else if (n > KEY_FILE_MAX) {
-        fprintf(err, "trainyard: public key %s is larger than %d bytes\n", path, KEY_FILE_MAX);
+        cli_errf(err, M_KEY_BIG, path, KEY_FILE_MAX);
     } else if ((rc = verify_ring_from_public(text, n, ring, nring, &e)) == RC_ENOTFOUND &&
                (rc = audit_key_from_public(text, n, key, &e)) != RC_OK) {
-        fprintf(err, "trainyard: public key %s: %s\n", path, e.message);
+        cli_errf(err, M_KEY_BAD, path, e.message);
         *key = NULL;
     } else if (rc != RC_OK) {
-        fprintf(err, "trainyard: key ring %s: %s\n", path, e.message);
+        cli_errf(err, M_RING_BAD, path, e.message);
     }
     fclose(f);
 out:
@@ -177,7 +184,7 @@ static int print_json(const struct verify_result *v, FILE *out, FILE *err)
     if (!bad && (s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS)) != NULL)
         fprintf(out, "%s\n", s);
     else
-        fprintf(err, "trainyard: out of memory\n");
+        cli_errf(err, M_OOM);
     free(s);
     json_decref(o);
     return s != NULL ? 0 : -1;
@@ -204,17 +211,17 @@ static int cmd_audit_verify(int argc, char **argv, FILE *out, FILE *err)
     if (strcmp(o.export_path, "-") == 0) {
         fd = STDIN_FILENO;
     } else if ((fd = open(o.export_path, O_RDONLY | O_CLOEXEC)) < 0) {
-        fprintf(err, "trainyard: cannot open %s: %s\n", o.export_path, strerror(errno));
+        cli_errf(err, M_OPEN_FILE, o.export_path, strerror(errno));
         goto out;
     }
     if (export_reader_open_fd(fd, &r, &e) != RC_OK) {
-        fprintf(err, "trainyard: %s: %s\n", o.export_path, e.message);
+        cli_errf(err, M_FILE_WHAT, o.export_path, e.message);
         goto out;
     }
     rc = ring != NULL ? verify_export_ring(r, (const struct audit_key *const *)ring, nring, &v)
                       : verify_export(r, key, &v);
     if (rc != RC_OK) {
-        fprintf(err, "trainyard: %s: %s\n", o.export_path, v.message);
+        cli_errf(err, M_FILE_WHAT, o.export_path, v.message);
         goto out;
     }
     if ((o.json ? print_json(&v, out, err) : (print_text(&v, out), 0)) != 0)
@@ -229,7 +236,116 @@ out:
     return code;
 }
 
+static void export_usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard audit export [--format jsonl|csv] [--from X] [--to Y]\n"
+               "                              [-o FILE] [--server URL]\n"
+               "Download a signed export of the audit log (auditors and admins) to stdout\n"
+               "or FILE. --from and --to are event ids or RFC 3339 times (inclusive).\n"
+               "Check it with 'trainyard audit verify FILE --public-key KEY'.\n");
+}
+
+struct export_sink {
+    FILE *f;
+    int failed;
+};
+
+static int export_write(const char *data, size_t n, void *ud)
+{
+    struct export_sink *s = ud;
+
+    if (fwrite(data, 1, n, s->f) != n) {
+        s->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_audit_export(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct cli_common co = {0};
+    const char *format = NULL, *from = NULL, *to = NULL, *file = NULL;
+    const char *names[] = {"format", "from", "to"};
+    struct cli_client *c = NULL;
+    struct export_sink sink = {out, 0};
+    json_t *resp = NULL;
+    char path[1024] = "/api/v1/audit/export", part[512], fmt[32];
+    long status = 0;
+    int code = CLI_EXIT_FAIL, r;
+    enum rc rc;
+
+    for (int i = 1; i < argc; i++) {
+        if ((r = cli_common_opt(argc, argv, &i, &co, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "--format", &format, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "--from", &from, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "--to", &to, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "-o", &file, err)) != 0 ||
+            (r = cli_opt(argc, argv, &i, "--output", &file, err)) != 0) {
+            if (r < 0)
+                return cli_usage_error(err, "audit export");
+        } else {
+            cli_bad_arg(argv[i], err);
+            return cli_usage_error(err, "audit export");
+        }
+    }
+    if (co.help) {
+        export_usage(out);
+        return CLI_EXIT_OK;
+    }
+    if (co.json) {
+        cli_bad_arg("--json", err);
+        return cli_usage_error(err, "audit export");
+    }
+    {
+        const char *vals[] = {format, from, to};
+        for (size_t k = 0; k < 3; k++) {
+            if (vals[k] == NULL)
+                continue;
+            snprintf(fmt, sizeof(fmt), "%c%s=%%s", strchr(path, '?') ? '&' : '?', names[k]);
+            if (cli_path(part, sizeof(part), fmt, vals[k]) != RC_OK ||
+                strlen(path) + strlen(part) >= sizeof(path)) {
+                cli_errf(err, M_OOM);
+                return CLI_EXIT_FAIL;
+            }
+            memcpy(path + strlen(path), part, strlen(part) + 1);
+        }
+    }
+    if ((code = cli_connect(co.server, &c, err)) != CLI_EXIT_OK)
+        goto out;
+    if (file != NULL && (sink.f = fopen(file, "wb")) == NULL) {
+        cli_errf(err, M_WRITE_FILE, file, strerror(errno));
+        code = CLI_EXIT_USAGE;
+        goto out;
+    }
+    rc = cli_client_stream(c, path, NULL, 120, export_write, &sink, &status, &resp, err);
+    if (rc != RC_OK) {
+        code = cli_exit_for_rc(rc);
+    } else if (status != 200) {
+        code = cli_refused(err, M_W_EXPORT, status, resp);
+    } else if (sink.failed || fflush(sink.f) != 0) {
+        cli_errf(err, M_WRITE_FILE, file ? file : "stdout", strerror(errno));
+        code = CLI_EXIT_FAIL;
+    } else {
+        code = CLI_EXIT_OK;
+    }
+    if (file != NULL) {
+        if (fclose(sink.f) != 0 && code == CLI_EXIT_OK) {
+            cli_errf(err, M_WRITE_FILE, file, strerror(errno));
+            code = CLI_EXIT_FAIL;
+        }
+        if (code != CLI_EXIT_OK)
+            unlink(file); /* half an export is no export */
+        else
+            cli_errf(err, M_EXPORT_DONE, file);
+    }
+out:
+    json_decref(resp);
+    cli_client_free(c);
+    return code;
+}
+
 static const struct cli_command audit_commands[] = {
+    {"export", "download a signed export of the audit log", cmd_audit_export},
     {"verify", "check a signed audit export offline", cmd_audit_verify},
 };
 
@@ -243,7 +359,7 @@ int cli_cmd_audit(int argc, char **argv, FILE *out, FILE *err)
     for (size_t i = 0; i < sizeof(audit_commands) / sizeof(audit_commands[0]); i++)
         if (strcmp(argv[1], audit_commands[i].name) == 0)
             return audit_commands[i].run(argc - 1, argv + 1, out, err);
-    fprintf(err, "trainyard: unknown audit subcommand %s\n", argv[1]);
+    cli_errf(err, M_UNKNOWN_SUB, argv[1]);
     audit_usage(err);
     return CLI_EXIT_USAGE;
 }

@@ -1,15 +1,13 @@
 /*
  * cmd_queue.c - "trainyard queue": the queue forecast (GET /api/v1/queue,
  * docs/queue.md), one line per queued job in scheduling order with its
- * estimated start and why it waits; and "trainyard show JOB": the job
- * (GET /api/v1/jobs/{id}) and, while it is queued, its forecast
+ * estimated start and why it waits; and the forecast lines that
+ * "trainyard show JOB" (cmd_jobs.c) adds while a job waits
  * (GET /api/v1/jobs/{id}/forecast).
  *
  *   trainyard queue [--json] [--server URL]
- *   trainyard show JOB [--json] [--server URL]
  *
- * Exit codes (cli.h, cli/README.md): 0 shown, 1 the server refused (its
- * error on err), 2 usage, the server unreachable or a reply of another shape.
+ * Exit codes: the stable ones of cli.h (cli_exit_for_http, cli_exit_for_rc).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,16 +96,18 @@ static void print_queue(FILE *out, const json_t *resp)
 static int get(struct cli_client *c, const char *path, const char *what, json_t **resp,
                long *status, FILE *err)
 {
+    enum rc rc;
+
     *resp = NULL;
-    if (cli_client_request(c, "GET", path, NULL, status, resp, err) != RC_OK)
-        return CLI_EXIT_USAGE;
+    if ((rc = cli_client_request(c, "GET", path, NULL, status, resp, err)) != RC_OK)
+        return cli_exit_for_rc(rc);
     if (*status != 200) {
         cli_print_api_error(err, what, *status, *resp);
-        return CLI_EXIT_FAIL;
+        return cli_exit_for_http(*status, *resp);
     }
     if (!json_is_object(*resp)) {
         fprintf(err, "trainyard: %s: the server's reply is not a JSON object\n", what);
-        return CLI_EXIT_USAGE;
+        return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
 }
@@ -134,23 +134,21 @@ int cli_cmd_queue(int argc, char **argv, FILE *out, FILE *err)
                          "The queued jobs you may see, in scheduling order, with the estimated\n"
                          "start, the predicted run time and why each waits (the scheduler's\n"
                          "latest forecast). --json prints GET /api/v1/queue as it came.\n"
-                         "The server is --server, else $TRAINYARD_SERVER, else " CLI_DEFAULT_SERVER
-                         ";\nthe API token is $TRAINYARD_TOKEN.\n"
-                         "Exit status: 0 shown, 1 the server refused, 2 usage error or the server\n"
-                         "unreachable.\n");
+                         "The server and token: --server, $TRAINYARD_URL and $TRAINYARD_TOKEN,\n"
+                         "else the stored login (trainyard login). Exit status as every command:\n"
+                         "trainyard help.\n");
             return CLI_EXIT_OK;
         }
         fprintf(err, "'trainyard queue --help' describes the options\n");
         return CLI_EXIT_USAGE;
     }
-    if (cli_client_new(cli_server_url(o.server, getenv("TRAINYARD_SERVER")),
-                       getenv("TRAINYARD_TOKEN"), &c, err) != RC_OK)
+    if ((code = cli_connect(o.server, &c, err)) != CLI_EXIT_OK)
         goto out;
     if ((code = get(c, "/api/v1/queue", "cannot read the queue", &resp, &status, err)) != 0)
         goto out;
     if (!json_is_array(json_object_get(resp, "jobs"))) {
         fprintf(err, "trainyard: the server's reply is not a queue forecast\n");
-        code = CLI_EXIT_USAGE;
+        code = CLI_EXIT_FAIL;
         goto out;
     }
     if (o.json)
@@ -163,83 +161,18 @@ out:
     return code;
 }
 
-/* A job id: 1 to 19 digits. */
-static int is_id(const char *s)
+void cli_queue_print_job_forecast(struct cli_client *c, const char *job_id, FILE *out, FILE *err)
 {
-    size_t n = strlen(s);
-    return n > 0 && n < 20 && strspn(s, "0123456789") == n && s[0] != '0';
-}
-
-int cli_cmd_queue_show(int argc, char **argv, FILE *out, FILE *err)
-{
-    struct cli_templates_opts o;
-    struct cli_client *c = NULL;
-    json_t *job = NULL, *fc = NULL;
-    const char *id = NULL;
-    char path[64], why[160], run[32];
-    char *args[8];
-    int n = 0, code = CLI_EXIT_USAGE, p;
+    json_t *fc = NULL;
+    char path[96], why[160], run[32];
     long status = 0;
 
-    /* The job id is the one argument that is not an option or its value;
-     * the rest goes to the option parser (args[0] stands for the command). */
-    for (int i = 0; i < argc; i++) {
-        int value = i > 0 && strcmp(argv[i - 1], "--server") == 0;
-        if (i > 0 && !value && argv[i][0] != '-' && id == NULL) {
-            id = argv[i];
-            continue;
-        }
-        if (n == (int)(sizeof(args) / sizeof(args[0]))) {
-            fprintf(err, "trainyard: too many arguments\n");
-            return CLI_EXIT_USAGE;
-        }
-        args[n++] = argv[i];
-    }
-    if ((p = cli_templates_parse(n, args, &o, err)) != 0 || id == NULL || !is_id(id)) {
-        if (p == 1) {
-            fprintf(out, "usage: trainyard show JOB [--json] [--server URL]\n"
-                         "The job, and while it waits in the queue its forecast: place,\n"
-                         "estimated start, predicted run time and why it waits. --json prints\n"
-                         "{\"job\": GET /api/v1/jobs/JOB, \"forecast\": GET\n"
-                         "/api/v1/jobs/JOB/forecast or null}.\n"
-                         "Exit status: 0 shown, 1 the server refused, 2 usage error or the server\n"
-                         "unreachable.\n");
-            return CLI_EXIT_OK;
-        }
-        if (p == 0)
-            fprintf(err, "trainyard: show needs a job id (a positive number)\n");
-        fprintf(err, "'trainyard show --help' describes the options\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (cli_client_new(cli_server_url(o.server, getenv("TRAINYARD_SERVER")),
-                       getenv("TRAINYARD_TOKEN"), &c, err) != RC_OK)
-        goto out;
-    snprintf(path, sizeof(path), "/api/v1/jobs/%s", id);
-    if ((code = get(c, path, "cannot read the job", &job, &status, err)) != 0)
-        goto out;
-    snprintf(path, sizeof(path), "/api/v1/jobs/%s/forecast", id);
-    /* 409: not queued (any more), or not forecast yet; shown as such. */
+    snprintf(path, sizeof(path), "/api/v1/jobs/%s/forecast", job_id);
+    /* 409: not queued (any more), or not forecast yet; shown as such. A
+     * failed request leaves the job's own lines standing. */
     if (cli_client_request(c, "GET", path, NULL, &status, &fc, err) != RC_OK) {
-        code = CLI_EXIT_USAGE;
-        goto out;
-    }
-    if (status != 200 && status != 409) {
-        cli_print_api_error(err, "cannot read the job's forecast", status, fc);
-        code = CLI_EXIT_FAIL;
-        goto out;
-    }
-    if (o.json) {
-        json_t *both = json_pack("{s:O,s:O}", "job", job, "forecast",
-                                 status == 200 && fc != NULL ? fc : json_null());
-        code = both ? dump(out, both) : CLI_EXIT_USAGE;
-        json_decref(both);
-        goto out;
-    }
-    fprintf(out, "job %s: %s\n  team %s, user %s, %lld GPUs, priority %s, site %s\n  state %s\n",
-            str(job, "id"), str(job, "name"), str(job, "team"), str(job, "user"),
-            (long long)json_integer_value(json_object_get(job, "gpus")), str(job, "priority"),
-            str(job, "site"), str(job, "state"));
-    if (status == 200) {
+        fprintf(out, "  no queue forecast: the server did not answer\n");
+    } else if (status == 200) {
         const json_t *start = json_object_get(fc, "estimated_start");
         cli_queue_reason(fc, why, sizeof(why));
         duration(json_object_get(json_object_get(fc, "prediction"), "run_s"), run, sizeof(run));
@@ -253,10 +186,5 @@ int cli_cmd_queue_show(int argc, char **argv, FILE *out, FILE *err)
         const char *msg = str(json_object_get(fc, "error"), "message");
         fprintf(out, "  no queue forecast: %s\n", *msg ? msg : "the job is not queued");
     }
-    code = CLI_EXIT_OK;
-out:
-    json_decref(job);
     json_decref(fc);
-    cli_client_free(c);
-    return code;
 }

@@ -5,35 +5,37 @@
  * (GET /api/v1/templates/{id}) so that each --param goes with its type;
  * the server checks the values and its refusal is shown with its field.
  *
+ *   trainyard submit FILE|- [--json] [--server URL]
  *   trainyard submit --template ID [--param NAME=VALUE ...]
  *                    [--dataset PATH_OR_NAME ...] [--gpus N] [--team T]
  *                    [--name N] [--server URL] [--json]
  *
- * Exit codes (cli.h, cli/README.md): 0 submitted, 1 the server refused
- * (its error on err), 2 usage, the server unreachable, a bad reply.
+ * Exit codes: cli.h (0 submitted; a refusal by its status: 1 a bad value,
+ * 3 auth, 5 policy or quota, 6 the server down).
  */
-#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "client.h"
+#include "msg.h"
 #include "submit.h"
 
 static void submit_usage(FILE *f)
 {
-    fprintf(f, "usage: trainyard submit --template ID [--param NAME=VALUE ...]\n"
+    fprintf(f, "usage: trainyard submit FILE [--json] [--server URL]\n"
+               "       trainyard submit --template ID [--param NAME=VALUE ...]\n"
                "                        [--dataset PATH_OR_NAME ...] [--gpus N] [--team T]\n"
                "                        [--name N] [--server URL] [--json]\n"
-               "Submit a job from one of the server's templates ('trainyard templates'):\n"
+               "Submit the job spec in FILE (JSON, - for stdin; README \"A job spec\"), or a\n"
+               "job from one of the server's templates ('trainyard templates'):\n"
                "the server fills in the command, env and strategy, and checks each\n"
                "--param against the template's schema. --dataset is a path inside the\n"
                "site's storage or a registered dataset's name; --gpus overrides the\n"
                "template's default. Prints the new job's id (--json: the job).\n"
-               "The server is --server, else $TRAINYARD_SERVER, else " CLI_DEFAULT_SERVER ";\n"
-               "the API token is $TRAINYARD_TOKEN.\n"
-               "Exit status: 0 submitted, 1 the server refused (its error names the\n"
-               "field, e.g. params.steps), 2 usage error or the server unreachable.\n");
+               "The server's refusal names the field (e.g. params.steps); exit codes as\n"
+               "'trainyard help' lists them.\n");
 }
 
 /* The template's "params" (new reference in *schema, NULL when the
@@ -41,37 +43,30 @@ static void submit_usage(FILE *f)
  * Returns an exit code, CLI_EXIT_OK to go on. */
 static int read_schema(struct cli_client *c, const char *id, json_t **schema, FILE *err)
 {
-    int code = CLI_EXIT_USAGE;
-    char *esc = NULL, *path = NULL;
+    int code = CLI_EXIT_FAIL;
+    char path[1024];
     json_t *resp = NULL;
     long status = 0;
-    size_t n;
+    enum rc rc;
 
     *schema = NULL;
-    if ((esc = curl_easy_escape(NULL, id, 0)) == NULL) {
-        fprintf(err, "trainyard: out of memory\n");
+    if (cli_path(path, sizeof(path), "/api/v1/templates/%s", id) != RC_OK) {
+        cli_errf(err, M_OOM);
         goto out;
     }
-    n = strlen(esc) + sizeof("/api/v1/templates/");
-    if ((path = malloc(n)) == NULL) {
-        fprintf(err, "trainyard: out of memory\n");
+    if ((rc = cli_client_request(c, "GET", path, NULL, &status, &resp, err)) != RC_OK) {
+        code = cli_exit_for_rc(rc);
         goto out;
     }
-    snprintf(path, n, "/api/v1/templates/%s", esc);
-    if (cli_client_request(c, "GET", path, NULL, &status, &resp, err) != RC_OK)
-        goto out;
     if (status == 200) {
         *schema = json_incref(json_object_get(resp, "params"));
     } else if (status != 404) {
-        cli_print_api_error(err, "cannot read the template", status, resp);
-        code = CLI_EXIT_FAIL;
+        code = cli_refused(err, M_W_TEMPLATE, status, resp);
         goto out;
     }
     code = CLI_EXIT_OK;
 out:
     json_decref(resp);
-    free(path);
-    curl_free(esc);
     return code;
 }
 
@@ -82,9 +77,10 @@ int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
     struct cli_client *c = NULL;
     json_t *schema = NULL, *body = NULL, *resp = NULL;
     long status = 0;
+    enum rc rc;
 
     if ((o = malloc(sizeof(*o))) == NULL) {
-        fprintf(err, "trainyard: out of memory\n");
+        cli_errf(err, M_OOM);
         goto out;
     }
     if ((p = cli_submit_parse(argc, argv, o, err)) != 0) {
@@ -92,29 +88,35 @@ int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
             submit_usage(out);
             code = CLI_EXIT_OK;
         } else {
-            fprintf(err, "'trainyard submit --help' describes the options\n");
+            cli_usage_error(err, "submit");
         }
         goto out;
     }
-    if (cli_client_new(cli_server_url(o->server, getenv("TRAINYARD_SERVER")),
-                       getenv("TRAINYARD_TOKEN"), &c, err) != RC_OK)
+    /* A file that is no job spec is a usage error, before any request. */
+    if (o->file != NULL && (code = cli_read_json_file(o->file, &body, err)) != CLI_EXIT_OK)
         goto out;
-    if ((code = read_schema(c, o->template_id, &schema, err)) != CLI_EXIT_OK)
+    if ((code = cli_connect(o->server, &c, err)) != CLI_EXIT_OK)
         goto out;
-    code = CLI_EXIT_USAGE;
-    if (cli_submit_body(o, schema, &body) != RC_OK) {
-        fprintf(err, "trainyard: out of memory\n");
+    if (o->file == NULL) {
+        if ((code = read_schema(c, o->template_id, &schema, err)) != CLI_EXIT_OK)
+            goto out;
+        if (cli_submit_body(o, schema, &body) != RC_OK) {
+            cli_errf(err, M_OOM);
+            code = CLI_EXIT_FAIL;
+            goto out;
+        }
+    }
+    code = CLI_EXIT_FAIL;
+    if ((rc = cli_client_request(c, "POST", "/api/v1/jobs", body, &status, &resp, err)) != RC_OK) {
+        code = cli_exit_for_rc(rc);
         goto out;
     }
-    if (cli_client_request(c, "POST", "/api/v1/jobs", body, &status, &resp, err) != RC_OK)
-        goto out;
     if (status != 201) {
-        cli_print_api_error(err, "the server refused the job", status, resp);
-        code = CLI_EXIT_FAIL;
+        code = cli_refused(err, M_W_SUBMIT, status, resp);
         goto out;
     }
     if (!json_is_string(json_object_get(resp, "id"))) {
-        fprintf(err, "trainyard: the server's reply has no job id\n");
+        cli_errf(err, M_BAD_REPLY);
         goto out;
     }
     if (o->json) {
@@ -125,9 +127,15 @@ int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
         const char *name =
             json_string_value(json_object_get(json_object_get(resp, "spec"), "name"));
         const char *state = json_string_value(json_object_get(resp, "state"));
-        fprintf(out, "job %s submitted: %s (template %s), %s\n",
-                json_string_value(json_object_get(resp, "id")), name ? name : o->template_id,
-                o->template_id, state ? state : "QUEUED");
+        const char *id = json_string_value(json_object_get(resp, "id"));
+        char line[2048];
+        if (o->template_id != NULL)
+            cli_msgf(line, sizeof(line), M_SUBMITTED_TPL, id, name ? name : o->template_id,
+                     o->template_id, state ? state : "QUEUED");
+        else
+            cli_msgf(line, sizeof(line), M_SUBMITTED, id, name ? name : "-",
+                     state ? state : "QUEUED");
+        fprintf(out, "%s\n", line);
     }
     code = CLI_EXIT_OK;
 out:

@@ -5,50 +5,52 @@
  *
  *   trainyard templates [--json] [--server URL]
  *
- * Exit codes (cli.h, cli/README.md): 0 listed, 1 the server refused (its
- * error on err), 2 usage, the server unreachable or a reply that is not
- * the list.
+ * Exit codes: cli.h.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "client.h"
+#include "msg.h"
 #include "submit.h"
+#include "table.h"
 
 static void templates_usage(FILE *f)
 {
     fprintf(f, "usage: trainyard templates [--json] [--server URL]\n"
                "List the server's job templates: id, industry, default GPUs and name (in\n"
                "English when LC_ALL, LC_MESSAGES or LANG starts with \"en\", else Chinese).\n"
-               "--json prints the server's list as it came. The server is --server, else\n"
-               "$TRAINYARD_SERVER, else " CLI_DEFAULT_SERVER "; the API token is\n"
-               "$TRAINYARD_TOKEN.\n"
-               "Exit status: 0 listed, 1 the server refused, 2 usage error or the server\n"
-               "unreachable.\n");
+               "--json prints the server's list as it came.\n");
 }
 
-static void print_table(FILE *out, const json_t *list, const char *lang)
+static int print_table(FILE *out, const json_t *list, const char *lang)
 {
-    size_t i, w = 2;
-    const json_t *t;
+    static const int right[] = {0, 0, 1, 0};
+    const char *hdr[] = {cli_msg(H_ID), cli_msg(H_INDUSTRY), cli_msg(H_GPUS), cli_msg(H_NAME)};
+    struct cli_table *t = cli_table_new(4, right);
+    const json_t *x;
+    int rc = -1;
+    size_t i;
 
-    json_array_foreach(list, i, t)
+    if (t == NULL || cli_table_add(t, hdr) != RC_OK)
+        goto out;
+    json_array_foreach(list, i, x)
     {
-        const char *id = json_string_value(json_object_get(t, "id"));
-        size_t n = id ? strlen(id) : 0;
-        if (n > w)
-            w = n;
+        char b[3][64];
+        const char *row[] = {cli_cell(json_object_get(x, "id"), b[0], 64),
+                             cli_cell(json_object_get(x, "industry"), b[1], 64),
+                             cli_cell(json_object_get(x, "gpus"), b[2], 64),
+                             cli_localized(json_object_get(x, "name"), lang)};
+        if (cli_table_add(t, row) != RC_OK)
+            goto out;
     }
-    fprintf(out, "%-*s  %-13s  %4s  %s\n", (int)w, "ID", "INDUSTRY", "GPUS", "NAME");
-    json_array_foreach(list, i, t)
-    {
-        const char *id = json_string_value(json_object_get(t, "id"));
-        const char *industry = json_string_value(json_object_get(t, "industry"));
-        json_int_t gpus = json_integer_value(json_object_get(t, "gpus"));
-        fprintf(out, "%-*s  %-13s  %4lld  %s\n", (int)w, id ? id : "", industry ? industry : "",
-                (long long)gpus, cli_localized(json_object_get(t, "name"), lang));
-    }
+    cli_table_print(t, out);
+    rc = 0;
+out:
+    cli_table_free(t);
+    return rc;
 }
 
 int cli_cmd_templates(int argc, char **argv, FILE *out, FILE *err)
@@ -59,27 +61,30 @@ int cli_cmd_templates(int argc, char **argv, FILE *out, FILE *err)
     json_t *resp = NULL;
     const json_t *list;
     long status = 0;
+    enum rc rc;
 
     if ((p = cli_templates_parse(argc, argv, &o, err)) != 0) {
         if (p == 1) {
             templates_usage(out);
             return CLI_EXIT_OK;
         }
-        fprintf(err, "'trainyard templates --help' describes the options\n");
-        return CLI_EXIT_USAGE;
+        return cli_usage_error(err, "templates");
     }
-    if (cli_client_new(cli_server_url(o.server, getenv("TRAINYARD_SERVER")),
-                       getenv("TRAINYARD_TOKEN"), &c, err) != RC_OK ||
-        cli_client_request(c, "GET", "/api/v1/templates", NULL, &status, &resp, err) != RC_OK)
+    if ((code = cli_connect(o.server, &c, err)) != CLI_EXIT_OK)
         goto out;
+    if ((rc = cli_client_request(c, "GET", "/api/v1/templates", NULL, &status, &resp, err)) !=
+        RC_OK) {
+        code = cli_exit_for_rc(rc);
+        goto out;
+    }
     if (status != 200) {
-        cli_print_api_error(err, "cannot list the templates", status, resp);
-        code = CLI_EXIT_FAIL;
+        code = cli_refused(err, M_W_TEMPLATES, status, resp);
         goto out;
     }
+    code = CLI_EXIT_FAIL;
     list = json_object_get(resp, "templates");
     if (!json_is_array(list)) {
-        fprintf(err, "trainyard: the server's reply is not a template list\n");
+        cli_errf(err, M_BAD_REPLY);
         goto out;
     }
     if (o.json) {
@@ -87,8 +92,12 @@ int cli_cmd_templates(int argc, char **argv, FILE *out, FILE *err)
             goto out;
         fputc('\n', out);
     } else {
-        print_table(out, list,
-                    cli_user_lang(getenv("LC_ALL"), getenv("LC_MESSAGES"), getenv("LANG")));
+        if (print_table(out, list,
+                        cli_user_lang(getenv("LC_ALL"), getenv("LC_MESSAGES"), getenv("LANG"))) !=
+            0) {
+            cli_errf(err, M_OOM);
+            goto out;
+        }
     }
     code = CLI_EXIT_OK;
 out:

@@ -1,37 +1,61 @@
 /*
  * main.c - the trainyard command line: finds the command in a table and
  * runs it (cli.h). Commands live in cmd_<name>.c inside ty_cli, so tests run
- * them without a process.
+ * them without a process. `trainyard help` lists them with the exit codes
+ * (cli.h enum cli_exit), in the user's language (msg.h).
  */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "msg.h"
 
 #ifndef TY_VERSION
 #define TY_VERSION "dev"
 #endif
 
+struct main_command {
+    const char *name;
+    enum cli_msg summary;
+    cli_command_fn run;
+};
+
 static int cmd_version(int argc, char **argv, FILE *out, FILE *err);
 static int cmd_help(int argc, char **argv, FILE *out, FILE *err);
 
-static const struct cli_command commands[] = {
-    {"audit", "verify signed audit exports offline (audit verify)", cli_cmd_audit},
-    {"templates", "list the server's job templates", cli_cmd_templates},
-    {"submit", "submit a job from a template (--template ID --param K=V ...)", cli_cmd_submit},
-    {"queue", "the queue: estimated starts and why each job waits", cli_cmd_queue},
-    {"show", "a job and, while queued, its forecast (show JOB)", cli_cmd_queue_show},
-    {"version", "print the version", cmd_version},
-    {"help", "print this help", cmd_help},
+/* In the order `trainyard help` shows them. */
+static const struct main_command commands[] = {
+    {"login", S_LOGIN, cli_cmd_login},
+    {"logout", S_LOGOUT, cli_cmd_logout},
+    {"submit", S_SUBMIT, cli_cmd_submit},
+    {"ls", S_LS, cli_cmd_ls},
+    {"show", S_SHOW, cli_cmd_show},
+    {"logs", S_LOGS, cli_cmd_logs},
+    {"cancel", S_CANCEL, cli_cmd_cancel},
+    {"queue", S_QUEUE, cli_cmd_queue},
+    {"nodes", S_NODES, cli_cmd_nodes},
+    {"drain", S_DRAIN, cli_cmd_drain},
+    {"undrain", S_UNDRAIN, cli_cmd_undrain},
+    {"templates", S_TEMPLATES, cli_cmd_templates},
+    {"advisor", S_ADVISOR, cli_cmd_advisor},
+    {"tokens", S_TOKENS, cli_cmd_tokens},
+    {"audit", S_AUDIT, cli_cmd_audit},
+    {"version", S_VERSION, cmd_version},
+    {"help", S_HELP, cmd_help},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: trainyard COMMAND [ARGS...]\n\ncommands:\n");
+    static const enum cli_msg exits[] = {HELP_EXIT_0, HELP_EXIT_1, HELP_EXIT_2, HELP_EXIT_3,
+                                         HELP_EXIT_4, HELP_EXIT_5, HELP_EXIT_6};
+
+    fprintf(f, "%s\n\n%s\n", cli_msg(HELP_USAGE), cli_msg(HELP_COMMANDS));
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'trainyard COMMAND --help' describes a command.\n");
+        fprintf(f, "  %-10s %s\n", commands[i].name, cli_msg(commands[i].summary));
+    fprintf(f, "\n%s\n%s\n\n%s\n", cli_msg(HELP_MORE), cli_msg(HELP_ENV), cli_msg(HELP_EXIT));
+    for (size_t i = 0; i < sizeof(exits) / sizeof(exits[0]); i++)
+        fprintf(f, "  %zu  %s\n", i, cli_msg(exits[i]));
 }
 
 static int cmd_version(int argc, char **argv, FILE *out, FILE *err)
@@ -66,10 +90,10 @@ int main(int argc, char **argv)
         return cmd_version(argc - 1, argv + 1, stdout, stderr);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (strcmp(argv[1], commands[i].name) == 0) {
-            /* Once, before any client (cli/client.h); audit needs none. */
+            /* Once, before any client (cli/client.h); audit verify needs none. */
             if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-                fprintf(stderr, "trainyard: cannot initialise libcurl\n");
-                return CLI_EXIT_USAGE;
+                cli_errf(stderr, M_OOM);
+                return CLI_EXIT_FAIL;
             }
             code = commands[i].run(argc - 1, argv + 1, stdout, stderr);
             curl_global_cleanup();
@@ -78,7 +102,7 @@ int main(int argc, char **argv)
             return code;
         }
     }
-    fprintf(stderr, "trainyard: unknown command %s\n", argv[1]);
+    cli_errf(stderr, M_UNKNOWN_COMMAND, argv[1]);
     usage(stderr);
     return CLI_EXIT_USAGE;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "msg.h"
 #include "submit.h"
 
 /* The value of option name at argv[*i]: "--name VALUE" (advancing *i) or
@@ -41,7 +42,7 @@ static int utf8_text(const char *opt, const char *v, FILE *err)
 
     json_decref(t);
     if (!ok)
-        fprintf(err, "trainyard: %s: the value is not valid UTF-8\n", opt);
+        cli_errf(err, M_NOT_UTF8, opt);
     return ok;
 }
 
@@ -51,31 +52,31 @@ static int add_param(struct cli_submit_opts *o, const char *kv, FILE *err)
     size_t n = eq ? (size_t)(eq - kv) : 0;
 
     if (eq == NULL || n == 0) {
-        fprintf(err, "trainyard: --param wants NAME=VALUE (got %s)\n", kv);
+        cli_errf(err, M_PARAM_KV, kv);
         return -1;
     }
     if (!utf8_text("--param", kv, err))
         return -1;
     if (n >= CLI_MAX_PARAM_NAME) {
-        fprintf(err, "trainyard: --param name is over %d characters\n", CLI_MAX_PARAM_NAME - 1);
+        cli_errf(err, M_PARAM_LONG, CLI_MAX_PARAM_NAME - 1);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         char c = kv[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '_')) {
-            fprintf(err, "trainyard: --param name %.*s: letters, digits and _ only\n", (int)n, kv);
+            cli_errf(err, M_PARAM_CHARS, (int)n, kv);
             return -1;
         }
     }
     for (size_t i = 0; i < o->n_params; i++) {
         if (strlen(o->params[i].name) == n && strncmp(o->params[i].name, kv, n) == 0) {
-            fprintf(err, "trainyard: --param %.*s given twice\n", (int)n, kv);
+            cli_errf(err, M_PARAM_TWICE, (int)n, kv);
             return -1;
         }
     }
     if (o->n_params >= CLI_MAX_PARAMS) {
-        fprintf(err, "trainyard: at most %d --param\n", CLI_MAX_PARAMS);
+        cli_errf(err, M_PARAM_MAX, CLI_MAX_PARAMS);
         return -1;
     }
     memcpy(o->params[o->n_params].name, kv, n);
@@ -93,8 +94,7 @@ static int parse_gpus(const char *v, long *gpus, FILE *err)
     errno = 0;
     n = strtol(v, &end, 10);
     if (errno != 0 || end == v || *end != '\0' || n < 1 || n > CLI_MAX_GPUS) {
-        fprintf(err, "trainyard: --gpus wants a whole number from 1 to %d (got %s)\n", CLI_MAX_GPUS,
-                v);
+        cli_errf(err, M_GPUS, CLI_MAX_GPUS, v);
         return -1;
     }
     *gpus = n;
@@ -106,7 +106,7 @@ static int parse_gpus(const char *v, long *gpus, FILE *err)
 static int want_text(const char *opt, const char *v, const char **dst, FILE *err)
 {
     if (v[0] == '\0') {
-        fprintf(err, "trainyard: %s needs a value\n", opt);
+        cli_errf(err, M_NEEDS_VALUE, opt);
         return -1;
     }
     if (!utf8_text(opt, v, err))
@@ -135,13 +135,13 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *o, FILE *err
                 return -1;
         } else if (!missing && (v = opt_value(argc, argv, &i, "--dataset", &missing)) != NULL) {
             if (v[0] == '\0') {
-                fprintf(err, "trainyard: --dataset needs a path or a registered name\n");
+                cli_errf(err, M_DATASET_EMPTY);
                 return -1;
             }
             if (!utf8_text("--dataset", v, err))
                 return -1;
             if (o->n_datasets >= CLI_MAX_DATASETS) {
-                fprintf(err, "trainyard: at most %d --dataset\n", CLI_MAX_DATASETS);
+                cli_errf(err, M_DATASET_MAX, CLI_MAX_DATASETS);
                 return -1;
             }
             o->datasets[o->n_datasets++] = v;
@@ -158,19 +158,29 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *o, FILE *err
             if (want_text("--server", v, &o->server, err) != 0)
                 return -1;
         } else if (missing) {
-            fprintf(err, "trainyard: %s needs a value\n", a);
+            cli_errf(err, M_NEEDS_VALUE, a);
             return -1;
-        } else if (a[0] == '-') {
-            fprintf(err, "trainyard: unknown option %s\n", a);
+        } else if (a[0] == '-' && a[1] != '\0') {
+            cli_errf(err, M_UNKNOWN_OPTION, a);
             return -1;
+        } else if (o->file == NULL && strchr(a, '=') == NULL) {
+            o->file = a;
         } else {
-            fprintf(err, "trainyard: unexpected argument %s (parameters go as --param %s)\n", a,
-                    strchr(a, '=') ? a : "NAME=VALUE");
+            cli_errf(err, M_BARE_PARAM, a, strchr(a, '=') ? a : "NAME=VALUE");
             return -1;
         }
     }
-    if (o->template_id == NULL) {
-        fprintf(err, "trainyard: --template ID is required ('trainyard templates' lists them)\n");
+    if (o->file != NULL && o->template_id != NULL) {
+        cli_errf(err, M_FILE_OR_TEMPLATE);
+        return -1;
+    }
+    if (o->file != NULL &&
+        (o->n_params > 0 || o->n_datasets > 0 || o->gpus > 0 || o->team || o->name)) {
+        cli_errf(err, M_FILE_TPL_OPTS);
+        return -1;
+    }
+    if (o->template_id == NULL && o->file == NULL) {
+        cli_errf(err, M_NEED_SPEC);
         return -1;
     }
     return 0;
@@ -192,10 +202,10 @@ int cli_templates_parse(int argc, char **argv, struct cli_templates_opts *o, FIL
             if (want_text("--server", v, &o->server, err) != 0)
                 return -1;
         } else if (missing) {
-            fprintf(err, "trainyard: %s needs a value\n", a);
+            cli_errf(err, M_NEEDS_VALUE, a);
             return -1;
         } else {
-            fprintf(err, "trainyard: unknown argument %s\n", a);
+            cli_errf(err, a[0] == '-' ? M_UNKNOWN_OPTION : M_EXTRA_ARG, a);
             return -1;
         }
     }

@@ -26,7 +26,8 @@ struct cli_param {
 
 struct cli_submit_opts {
     const char *server;      /* borrowed: --server, NULL when not given */
-    const char *template_id; /* borrowed: --template (required) */
+    const char *template_id; /* borrowed: --template (this or file) */
+    const char *file;        /* borrowed: a job spec file, "-" for stdin (this or template) */
     const char *team;        /* borrowed: --team, NULL: the server's choice */
     const char *name;        /* borrowed: --name, NULL: the template's id */
     long gpus;               /* --gpus, 0: the template's default */
@@ -42,7 +43,8 @@ struct cli_templates_opts {
     int json;           /* --json: the server's list as it came */
 };
 
-/* Parses "submit" options (argv[0] is "submit"): --template ID,
+/* Parses "submit" options (argv[0] is "submit"): FILE (a job spec; "-"
+ * stdin) or --template ID, one of them,
  * --param NAME=VALUE (repeatable; a name of [A-Za-z0-9_] given once),
  * --dataset PATH_OR_NAME (repeatable), --gpus N (1..CLI_MAX_GPUS),
  * --team T, --name N, --server URL, --json; each "--opt VALUE" also as

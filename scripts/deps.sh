@@ -20,7 +20,7 @@ case "${1:-build}" in
   # real data that packages ship: sklearn's digits and fortunes-zh's text.
   # promtool (in Debian's prometheus) checks what /metrics writes
   # (tests/integration/test_metrics.py).
-  test) want+=(python3-torch python3-torchvision python3-sklearn python3-pil fortunes-zh
+  test) want+=(python3-torch python3-torchvision python3-sklearn python3-pil fortunes-zh zsh
                iproute2 nftables chromium fonts-noto-cjk openssl systemd
                prometheus) ;;
   bench) want+=(python3-torch wrk nginx-light slurmctld slurmd slurm-client munge) ;;

@@ -7,8 +7,14 @@ sbatch/srun for Slurm). For a multi-rank job: the last rank to start.
 Burst = N trivial 1-GPU jobs submitted as fast as possible; jobs/s from the
 first submit to the last completion.
 
+CLI mode (--cli-only): the time from exec of `trainyard submit FILE` (the
+command line, a new process each time, as a user or a pipeline runs it) to
+the rank's started_unix_ms, next to the same job by POST, `sbatch` and
+`srun` (1 GPU each, Slurm default and tuned) in the same run.
+
 Usage: launch.py [--tmp DIR] [--jobs 200] [--multi 20] [--burst 500]
        [--slurm-seq 10] [--slurm-srun 50] [--skip-slurm]
+       launch.py --cli-only [--cli-jobs 50] [--slurm-seq 10] [--slurm-srun 50]
 Prints markdown tables. Stops everything it started.
 """
 import argparse
@@ -81,6 +87,100 @@ def ty_one_gpu(ty, n, interval, starts, t0s):
         lat.append(s - t0)
         starts[jid] = s
     return lat
+
+
+def ty_cli(ty, n, interval, token, path):
+    """n one-GPU jobs, each by exec of `trainyard submit FILE --json`; returns the
+    launch latencies and the CLI process's own wall times (exec to exit)."""
+    cli = os.path.join(os.environ["TRAINYARD_BUILD_DIR"], "cli", "trainyard")
+    env = dict(os.environ, TRAINYARD_URL=ty.server.url, TRAINYARD_TOKEN=token, LC_ALL="C")
+    subs, walls = [], []
+    for _ in range(n):
+        t0 = now_ms()
+        p = subprocess.run([cli, "submit", path, "--json"], capture_output=True, text=True, env=env)
+        walls.append(now_ms() - t0)
+        if p.returncode != 0:
+            raise RuntimeError("trainyard submit: exit %d: %s" % (p.returncode, p.stderr))
+        subs.append((json.loads(p.stdout)["id"], t0))
+        time.sleep(max(0.0, interval - (now_ms() - t0) / 1000.0))
+    lat = []
+    for jid, t0 in subs:
+        ty.wait_state(jid, ("SUCCEEDED", "FAILED"), timeout=60, interval=0.1)
+        s = common.wait_for(lambda: ty_started(ty, jid, 1), timeout=30, interval=0.1,
+                            what="metric of %s" % jid)
+        lat.append(s - t0)
+    return lat, walls
+
+
+def run_trainyard_cli(a, res):
+    ty = common.Trainyard()
+    try:
+        ty.add_worker("w8", 8)
+        ty.wait_ready(1)
+        st, tok, _ = ty.admin.post("/api/v1/tokens", {"name": "bench-cli"})
+        assert st == 201, tok
+        path = os.path.join(a.tmp, "cli-job.json")
+        with open(path, "w") as f:
+            json.dump({"name": "cli-lat", "team": "bench", "command": RANK_CMD,
+                       "resources": {"gpus": 1}}, f)
+        ty.submit("warm", RANK_CMD)
+        time.sleep(2)
+        # Alternate POST and CLI rounds so that both see the same machine.
+        res["ty_1gpu"], res["ty_cli"], res["ty_cli_wall"] = [], [], []
+        per = max(1, a.cli_jobs // 5)
+        for r in range(5):
+            log("trainyard: round %d: %d by POST, %d by the CLI" % (r + 1, per, per))
+            res["ty_1gpu"] += ty_one_gpu(ty, per, a.interval, {}, {})
+            lat, walls = ty_cli(ty, per, a.interval, tok["token"], path)
+            res["ty_cli"] += lat
+            res["ty_cli_wall"] += walls
+    finally:
+        ty.close()
+
+
+def run_slurm_cli(a, res, tuned):
+    tag = "tuned" if tuned else "default"
+    s = Slurm(os.path.join(a.tmp, "slurm-" + tag), tuned)
+    try:
+        seq = a.slurm_seq_tuned if tuned else a.slurm_seq
+        log("slurm %s: sbatch 1 GPU x %d" % (tag, seq))
+        res["sl_%s_sbatch1" % tag] = slurm_sbatch_lat(s, seq, 1, "exec %s" % " ".join(RANK_CMD))
+        log("slurm %s: srun 1 GPU x %d" % (tag, a.slurm_srun))
+        res["sl_%s_srun1" % tag] = slurm_srun_lat(s, a.slurm_srun, 1)
+    finally:
+        s.close()
+
+
+def cli_table(res):
+    print("### CLI: `trainyard submit FILE` to the rank running, 1 GPU, ms")
+    print()
+    print("| system | how | runs | p50 | p99 | max | note |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    rows = [("(none)", "python3 sleep_rank.py exec'd by hand", "floor", "interpreter start, in every row"),
+            ("trainyard", "`trainyard submit job.json` (exec of the CLI)", "ty_cli",
+             "t0 before exec; the CLI exits once the job is accepted"),
+            ("trainyard", "the CLI process alone (exec to exit)", "ty_cli_wall",
+             "part of the row above"),
+            ("trainyard", "POST /api/v1/jobs from Python", "ty_1gpu", "same server, rounds interleaved")]
+    for tag in ("default", "tuned"):
+        rows.append(("slurm %s" % tag, "`sbatch`", "sl_%s_sbatch1" % tag, ""))
+        rows.append(("slurm %s" % tag, "`srun`", "sl_%s_srun1" % tag, "blocks until the job ends"))
+    for system, how, key, note in rows:
+        if key in res and res[key]:
+            x = summary(res[key])
+            print("| %s | %s | %d | %.0f | %.0f | %.0f | %s |" % (system, how, x["n"], x["p50"],
+                                                                x["p99"], x["max"], note))
+    print()
+    if res.get("ty_cli"):
+        base = summary(res["ty_cli"])["p50"]
+        print("| ratio (p50 / trainyard CLI p50) | value |")
+        print("|---|---:|")
+        for tag in ("default", "tuned"):
+            for k, w in (("sbatch1", "sbatch"), ("srun1", "srun")):
+                key = "sl_%s_%s" % (tag, k)
+                if res.get(key):
+                    print("| slurm %s %s | %.1f x |" % (tag, w, summary(res[key])["p50"] / base))
+        print()
 
 
 def ty_breakdown(ty, subs_t0, starts):
@@ -456,9 +556,25 @@ def main():
     ap.add_argument("--skip-slurm", action="store_true")
     ap.add_argument("--skip-trainyard", action="store_true")
     ap.add_argument("--json", help="also write raw results here")
+    ap.add_argument("--cli-only", action="store_true",
+                    help="only the CLI comparison: trainyard submit vs POST, sbatch, srun")
+    ap.add_argument("--cli-jobs", type=int, default=50)
     a = ap.parse_args()
     res = {}
     res["floor"] = python_floor()
+    if a.cli_only:
+        try:
+            if not a.skip_trainyard:
+                run_trainyard_cli(a, res)
+            if not a.skip_slurm:
+                run_slurm_cli(a, res, tuned=False)
+                run_slurm_cli(a, res, tuned=True)
+        finally:
+            if a.json:
+                with open(a.json, "w") as f:
+                    json.dump(res, f)
+            cli_table(res)
+        return
     try:
         if not a.skip_trainyard:
             run_trainyard(a, res)

@@ -3,6 +3,8 @@
 # Everything runs on 127.0.0.1 in a temporary directory; everything started is stopped on exit.
 # Usage: bench/launch/run.sh [--quick] [extra launch.py args]
 #   --quick: 50 one-GPU jobs, 5 multi-rank runs, 100-job bursts.
+#   --cli-only: `trainyard submit FILE` (the CLI) vs POST, sbatch and srun, 1 GPU
+#     (--cli-jobs 50 by default; about 3 min).
 # Needs: scripts/deps.sh bench (slurmctld slurmd slurm-client munge), PostgreSQL, root (mknod).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

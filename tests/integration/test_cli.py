@@ -9,8 +9,9 @@ cli/cmd_submit.c):
   parameter typed by the template's schema, the expanded spec stored
 - a bad parameter is the server's 400 naming params.<name>, shown with
   its field and message, exit status 1, and no job is written; an unknown
-  template names template; no token is a 401 (exit 1); a server that
-  cannot be reached is exit status 2
+  template names template; a dataset outside the storage roots is the
+  policy's 403 (exit 5); no token is a 401 (exit 3); a server that cannot
+  be reached is exit status 6 (cli/README.md "Exit codes")
 """
 import json
 import os
@@ -52,8 +53,10 @@ class CliTest(ServerTest):
 
     def cli(self, *args, token=True, lang="C.UTF-8", server=None):
         env = {k: v for k, v in os.environ.items()
-               if k not in ("LC_ALL", "LC_MESSAGES", "LANG", "TRAINYARD_TOKEN")}
+               if k not in ("LC_ALL", "LC_MESSAGES", "LANG", "TRAINYARD_TOKEN", "TRAINYARD_URL",
+                            "XDG_CONFIG_HOME")}
         env["LANG"] = lang
+        env["HOME"] = self.storage  # no login file: the token is the environment's
         env["TRAINYARD_SERVER"] = server or self.server.url
         if token:
             env["TRAINYARD_TOKEN"] = self.token
@@ -137,21 +140,21 @@ class CliTest(ServerTest):
         self.assertIn("400 invalid_argument: template: ", out.stderr)
         out = self.cli("submit", "--template", "defect-resnet50", "--team", "factory",
                        "--dataset", "/etc")
-        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertEqual(out.returncode, 5, out.stderr)
         self.assertIn("403 policy_violation: datasets[0]: ", out.stderr)
         out = self.cli("submit", "--template", "defect-resnet50", token=False)
-        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertEqual(out.returncode, 3, out.stderr)
         self.assertIn(": 401 ", out.stderr)
         self.assertIn("set TRAINYARD_TOKEN", out.stderr)
         out = self.cli("templates", token=False)
-        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertEqual(out.returncode, 3, out.stderr)
         self.assertEqual(self.job_count(), before)
-        # Usage errors and an unreachable server: exit status 2.
+        # A usage error is exit status 2, an unreachable server 6.
         out = self.cli("submit", "--template", "defect-resnet50", "--param", "steps")
         self.assertEqual(out.returncode, 2, out.stderr)
         self.assertIn("--param wants NAME=VALUE", out.stderr)
         out = self.cli("templates", server="http://127.0.0.1:%d" % free_port())
-        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertEqual(out.returncode, 6, out.stderr)
         self.assertIn("cannot reach the server", out.stderr)
         self.assertEqual(self.job_count(), before)
 

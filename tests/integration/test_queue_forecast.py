@@ -226,7 +226,8 @@ class QueueForecastTest(ServerTest):
 
     def test_cli_queue_and_show(self):
         tok = self.admin.post("/api/v1/tokens", {"name": "fc-cli"})[1]["token"]
-        env = dict(os.environ, TRAINYARD_SERVER=self.server.url, TRAINYARD_TOKEN=tok)
+        env = dict(os.environ, TRAINYARD_URL=self.server.url, TRAINYARD_TOKEN=tok,
+                   HOME=tempfile.mkdtemp(prefix="ty-fc-home-"))
 
         def cli(*args):
             return subprocess.run([harness.CLI_BIN] + list(args), capture_output=True,
@@ -247,15 +248,18 @@ class QueueForecastTest(ServerTest):
         self.assertIn("reserved for job %s" % self.ids["W"], b)
         out = cli("show", self.ids["B"])
         self.assertEqual(out.returncode, 0, out.stderr)
-        self.assertIn("state QUEUED", out.stdout)
+        self.assertRegex(out.stdout, r"(?i)state\s+QUEUED")
         self.assertIn("queue position 1", out.stdout)
         self.assertIn("reserved for job %s" % self.ids["W"], out.stdout)
+        # A running job has no forecast lines; --json is the job as the API has it.
+        out = cli("show", self.ids["R"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertNotIn("queue position", out.stdout)
         out = cli("show", self.ids["R"], "--json")
         self.assertEqual(out.returncode, 0, out.stderr)
-        shown = json.loads(out.stdout)
-        self.assertEqual((shown["job"]["state"], shown["forecast"]), ("RUNNING", None))
+        self.assertEqual(json.loads(out.stdout)["state"], "RUNNING")
         out = cli("show", "999999")
-        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertEqual(out.returncode, 4, out.stdout)  # not found (cli.h)
         self.assertIn("404", out.stderr)
         self.assertEqual(cli("show").returncode, 2)
 

@@ -1243,6 +1243,7 @@ static void test_ring_cli(void **state)
 
 int main(void)
 {
+    setenv("LC_ALL", "C", 1); /* the diagnostics checked below are the English ones */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_untouched),
         cmocka_unit_test(test_modified_field),

@@ -1,0 +1,78 @@
+# bash completion for trainyard (cli/README.md). Install as
+# /usr/share/bash-completion/completions/trainyard, or source it.
+# Completes commands, subcommands and options; job ids and node names come
+# from the server only when asked for (they need a request, so they are
+# not guessed here).
+
+_trainyard() {
+    local cur prev cmd sub
+    COMPREPLY=()
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD-1]}
+    cmd=${COMP_WORDS[1]:-}
+    sub=${COMP_WORDS[2]:-}
+
+    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor tokens audit version help"
+    local common="--json --server --help"
+
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")
+        return 0
+    fi
+    case "$prev" in
+        --server) return 0 ;;
+        --state)
+            mapfile -t COMPREPLY < <(compgen -W "QUEUED PLACED STARTING RUNNING RESTARTING SUCCEEDED FAILED CANCELLED" -- "$cur")
+            return 0 ;;
+        --stream)
+            mapfile -t COMPREPLY < <(compgen -W "stdout stderr" -- "$cur")
+            return 0 ;;
+        --format)
+            mapfile -t COMPREPLY < <(compgen -W "jsonl csv" -- "$cur")
+            return 0 ;;
+        --public-key|-o|--output)
+            mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+            return 0 ;;
+    esac
+    local opts=""
+    case "$cmd" in
+        login) opts="--user --json --help" ;;
+        logout) opts="--json --help" ;;
+        submit) opts="--template --param --dataset --gpus --team --name $common"
+                if [[ $cur != -* ]]; then
+                    mapfile -t COMPREPLY < <(compgen -f -X '!*.json' -- "$cur"; compgen -d -- "$cur")
+                    return 0
+                fi ;;
+        ls) opts="--state --team --user --limit --cursor $common" ;;
+        show|cancel) opts="$common"; [ "$cmd" = cancel ] && opts="--reason $opts" ;;
+        logs) opts="-f --follow --rank --attempt --stream $common" ;;
+        nodes|drain|undrain|templates|queue) opts="$common" ;;
+        advisor) opts="$common"
+                 if [[ $cur != -* ]]; then
+                     mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+                     return 0
+                 fi ;;
+        tokens)
+            if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
+                mapfile -t COMPREPLY < <(compgen -W "list create revoke" -- "$cur")
+                return 0
+            fi
+            opts="--all --expires-in-s $common" ;;
+        audit)
+            if [ "$COMP_CWORD" -eq 2 ]; then
+                mapfile -t COMPREPLY < <(compgen -W "export verify" -- "$cur")
+                return 0
+            fi
+            case "$sub" in
+                export) opts="--format --from --to -o --output --server --help" ;;
+                verify) opts="--public-key --json --help"
+                        if [[ $cur != -* ]]; then
+                            mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+                            return 0
+                        fi ;;
+            esac ;;
+    esac
+    mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
+    return 0
+}
+complete -F _trainyard trainyard
