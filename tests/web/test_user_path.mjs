@@ -84,8 +84,12 @@ test('the user path: sign in, wizard, job page, logs, cancel, clone, policy, lan
   await page.unroute('**/api/v1/me');
   mark('signed in; start-up hash kept');
 
-  // 2. Three clicks from the overview.
+  // 2. The overview shows every GPU of GET /nodes; then three clicks.
   await page.goto(base + '#/overview');
+  await page.waitForSelector('main[data-loaded] .heat-row');
+  const gpus = (await api(page, 'GET', '/nodes')).body.nodes.reduce((s, n) => s + n.gpus.length, 0);
+  assert.equal(await page.locator('.heat-cells .cell').count(), gpus, 'one heatmap cell per GPU');
+  assert.match(await page.getAttribute('.heat-cells .cell', 'aria-label'), /GPU 0：空闲|GPU 0：使用中/);
   const templates = (await api(page, 'GET', '/templates')).body.templates;
   await page.click('#start-training');                              // 1
   await page.locator('button.tpl-card[data-template]').first().click(); // 2
@@ -148,12 +152,13 @@ test('the user path: sign in, wizard, job page, logs, cancel, clone, policy, lan
   // 4. Logs of the running job: follow, pause, search, download.
   await waitFor(`job ${jobB} RUNNING`, JOB_MS, async () => (await headState(page)) === 'RUNNING', 200);
   const lines = () => page.evaluate(() => document.querySelector('#log').childNodes.length);
-  const n0 = await waitFor('log lines to arrive', 60_000, async () => ((await lines()) > 5 ? lines() : 0), 200);
-  await waitFor('more lines while following', 60_000, async () => (await lines()) > n0, 200);
+  const n0 = await waitFor('log lines to arrive', JOB_MS, async () => ((await lines()) > 5 ? lines() : 0), 200);
+  assert.equal(await page.inputValue('#rank-select'), '0', 'the log shows rank 0 until the user picks another');
+  await waitFor('more lines while following', JOB_MS, async () => (await lines()) > n0, 200);
   await page.click('#log-follow');
   assert.equal(await page.getAttribute('#log-follow', 'aria-pressed'), 'false');
   const nPaused = await lines();
-  const held2 = await waitFor('new lines held back while paused', 60_000, () => page.evaluate(() => {
+  const held2 = await waitFor('new lines held back while paused', JOB_MS, () => page.evaluate(() => {
     const m = document.querySelector('#log-status').textContent.match(/(\d+)/);
     return m && Number(m[1]) > 0 ? Number(m[1]) : 0;
   }), 200);

@@ -61,7 +61,8 @@ export function clearMarks(fields) {
 //     sig: (row) => string (optional: what the cell shows), class}],
 //     key: (row) => id, empty: text });
 //   parent.append(tb.el); tb.update(rows);
-// A cell is redrawn when sig(row) (default: JSON of the cell's text) changes.
+// A cell is redrawn when sig(row) (default: the cell's text or HTML) changes.
+// opts.hide(row) -> true hides a row (a filter) without removing it.
 export function liveTable(opts) {
   const cols = opts.columns;
   const tbody = h('tbody');
@@ -101,6 +102,9 @@ export function liveTable(opts) {
         const s = sigOf(cols[i], r);
         if (s !== e.sigs[i]) { e.sigs[i] = s; replace(e.tr.children[i], cols[i].cell(r)); }
       }
+      // A filter hides rows rather than removing them: toggling an
+      // attribute on 1,000 rows is far cheaper than detaching them.
+      if (opts.hide) { const hid = !!opts.hide(r); if (e.tr.hidden !== hid) e.tr.hidden = hid; }
       // Keep order without moving rows that are already in place.
       const want = prev ? prev.nextSibling : tbody.firstChild;
       if (want !== e.tr) tbody.insertBefore(e.tr, want);
@@ -110,7 +114,8 @@ export function liveTable(opts) {
     // back without rebuilding them), until there are far more than shown.
     for (const [k, e] of rows) if (!seen.has(k) && e.tr.parentNode) e.tr.remove();
     if (rows.size > Math.max(5000, 4 * list.length)) for (const k of [...rows.keys()]) if (!seen.has(k)) rows.delete(k);
-    if (list.length) emptyRow.remove(); else if (!emptyRow.parentNode) tbody.append(emptyRow);
+    const none = opts.hide ? !list.some((r) => !opts.hide(r)) : !list.length;
+    if (!none) emptyRow.remove(); else if (!emptyRow.parentNode) tbody.append(emptyRow);
   }
   return { el, update, tbody };
 }

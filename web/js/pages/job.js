@@ -146,7 +146,7 @@ export function render(main, ctx) {
 
   // ---- logs
   const ranks = new Map(); // rank -> {lines: [{text, err}], pre}
-  let shownRank = null, following = true, pending = 0, lastLogId = 0, search = '';
+  let shownRank = null, rankChosen = false, redrawPending = false, following = true, pending = 0, lastLogId = 0, search = '';
   const rankSel = h('select', { id: 'rank-select' });
   const followBtn = h('button', { type: 'button', id: 'log-follow', 'aria-pressed': 'true' }, t('job.pause'));
   const findInput = h('input', { type: 'search', id: 'log-search', placeholder: t('job.search_ph') });
@@ -158,9 +158,11 @@ export function render(main, ctx) {
   function rankOf(r) {
     if (!ranks.has(r)) {
       ranks.set(r, { lines: [] });
-      const cur = shownRank;
       replace(rankSel, [...ranks.keys()].sort((a, b) => a - b).map((x) => h('option', { value: x }, t('job.rank', { n: x }))));
-      if (cur === null) { shownRank = r; rankSel.value = String(r); } else rankSel.value = String(cur);
+      // The lowest rank is shown until the user picks one (rank 1's first
+      // line may come before rank 0's).
+      if (!rankChosen && (shownRank === null || r < shownRank)) { shownRank = r; redrawPending = true; }
+      rankSel.value = String(shownRank);
     }
     return ranks.get(r);
   }
@@ -193,6 +195,7 @@ export function render(main, ctx) {
       pre.append(lineNode(line));
       touched = true;
     }
+    if (redrawPending) { redrawPending = false; if (following) { redrawLog(); touched = false; } }
     if (touched) {
       while (pre.childNodes.length > SHOW_LINES) pre.removeChild(pre.firstChild);
       pre.scrollTop = pre.scrollHeight;
@@ -200,7 +203,7 @@ export function render(main, ctx) {
     }
     if (pending) replace(logStatus, t('job.paused_new', { n: pending }));
   }
-  rankSel.addEventListener('change', () => { shownRank = Number(rankSel.value); redrawLog(); });
+  rankSel.addEventListener('change', () => { shownRank = Number(rankSel.value); rankChosen = true; redrawLog(); });
   followBtn.addEventListener('click', () => {
     following = !following;
     followBtn.setAttribute('aria-pressed', String(following));

@@ -21,7 +21,7 @@ export function render(main, ctx) {
     STATES.map((s) => h('option', { value: s, selected: s === filter }, t('state.' + s))));
   const find = h('input', { id: 'jobs-search', type: 'search', placeholder: t('jobs.search_ph') });
   const tb = liveTable({
-    caption: t('nav.jobs'), key: (j) => j.id, empty: t('jobs.none'),
+    caption: t('nav.jobs'), key: (j) => j.id, empty: t('jobs.none'), hide: (j) => !matches(j),
     columns: [
       { label: t('jobs.id'), cell: (j) => h('a', { href: '#/jobs/' + j.id }, j.id), sig: (j) => j.id },
       { label: t('jobs.name'), cell: (j) => h('a', { href: '#/jobs/' + j.id }, j.name), sig: (j) => j.name },
@@ -34,11 +34,13 @@ export function render(main, ctx) {
     ],
   });
 
-  function draw() {
+  const matches = (j) => {
     const q = search.trim().toLowerCase();
-    const shown = q ? jobs.filter((j) => String(j.name).toLowerCase().includes(q) || String(j.id) === q) : jobs;
-    tb.update(shown);
-    replace(count, t('jobs.count', { shown: shown.length, loaded: jobs.length }));
+    return !q || String(j.name).toLowerCase().includes(q) || String(j.id) === q;
+  };
+  function draw() {
+    tb.update(jobs);
+    replace(count, t('jobs.count', { shown: jobs.filter(matches).length, loaded: jobs.length }));
     more.hidden = !cursor;
   }
 

@@ -2,25 +2,23 @@
 // queue length by team, running jobs, my recent jobs, and GPUs idle while
 // allocated. Refreshed every 5 s; every table updates in place.
 //
-// Data: GET /nodes and GET /jobs (with each live job's allocations). Without the
-// server's utilization history, "idle for over an hour" cannot be known, so
-// the idle section says that it needs it instead of guessing.
+// Data: GET /overview (GPU states with their job, queue by team, idle
+// allocated GPUs, my recent jobs) and GET /jobs?state=RUNNING.
 import { get, qs } from '../api.js';
 import { h, replace, fmtTime, stateBadge } from '../dom.js';
-import { t, fmtNum } from '../i18n.js';
+import { t, fmtNum, fmtDuration } from '../i18n.js';
 import { errorBox, liveTable, section } from '../ui.js';
 
-const LIVE = ['PLACED', 'STARTING', 'RUNNING', 'RESTARTING'];
-
-// A GPU cell's state and text: free, busy (utilization), down, draining.
-export function gpuState(node, g, stat, allocated) {
-  if (node.state === 'down') return { cls: 'down', text: t('overview.gpu_down') };
-  if (allocated) {
-    const u = stat && typeof stat.util_pct === 'number' ? stat.util_pct : null;
+// A GPU cell's class and text from the server's state (free, busy, draining,
+// down) and its newest utilization.
+export function gpuState(g) {
+  if (g.state === 'down') return { cls: 'down', text: t('overview.gpu_down') };
+  if (g.state === 'draining') return { cls: 'draining', text: t('overview.gpu_draining') };
+  if (g.state === 'busy') {
+    const u = typeof g.util_pct === 'number' ? g.util_pct : null;
     return { cls: u === null ? 'busy' : u >= 80 ? 'busy-hot' : u >= 30 ? 'busy' : 'busy-low',
       text: u === null ? t('overview.gpu_busy') : t('overview.gpu_busy_util', { n: Math.round(u) }) };
   }
-  if (node.state === 'draining') return { cls: 'draining', text: t('overview.gpu_draining') };
   return { cls: 'free', text: t('overview.gpu_free') };
 }
 
@@ -56,13 +54,14 @@ export function render(main, ctx) {
       { label: t('overview.node'), cell: (r) => r.node },
       { label: t('overview.gpu'), cell: (r) => '#' + r.index },
       { label: t('overview.job'), cell: (r) => (r.job_id ? h('a', { href: '#/jobs/' + r.job_id }, '#' + r.job_id) : '—') },
-      { label: t('overview.avg_util'), cell: (r) => t('overview.pct', { n: fmtNum(r.avg_util_pct, 0) }), class: 'num' },
-      { label: t('overview.idle_for'), cell: (r) => t('common.dur_m', { n: Math.round((r.idle_s || 0) / 60) }), class: 'num' },
+      { label: t('jobs.team'), cell: (r) => r.team || '' },
+      { label: t('overview.util_now'), cell: (r) => t('overview.pct', { n: fmtNum(r.avg_util_pct, 0) }), class: 'num' },
+      { label: t('overview.idle_for'), cell: (r) => fmtDuration(r.idle_s), class: 'num' },
     ],
   });
   const cells = new Map(); // "node/index" -> element, kept across polls
 
-  function drawHeat(nodes, allocatedBy) {
+  function drawHeat(nodes) {
     let free = 0, busy = 0, other = 0;
     const seen = new Set();
     for (const n of nodes) {
@@ -76,20 +75,18 @@ export function render(main, ctx) {
       const badge = rowEl.querySelector('.badge');
       if (badge && badge.title !== n.state) badge.replaceWith(stateBadge(n.state));
       const box = rowEl.querySelector('.heat-cells');
-      const stats = new Map((Array.isArray(n.gpu_stats) ? n.gpu_stats : []).map((s) => [s.index, s]));
-      const alloc = allocatedBy(n);
       for (const g of n.gpus || []) {
         const k = n.id + '/' + g.index;
         seen.add(k);
-        const st = gpuState(n, g, stats.get(g.index), alloc.has(g.index));
+        const st = gpuState(g);
         if (st.cls === 'free') free++; else if (st.cls.startsWith('busy')) busy++; else other++;
-        const label = t('overview.gpu_cell', { node: n.name, index: g.index, state: st.text });
+        const label = t('overview.gpu_cell', { node: n.name, index: g.index, state: st.text }) +
+          (g.job_id ? ' · ' + t('overview.gpu_job', { job: g.job_id, team: g.team || '' }) : '');
         let c = cells.get(k);
-        if (!c) { c = h('span', { class: 'cell', role: 'img' }, h('span', { class: 'cell-text' })); cells.set(k, c); box.append(c); }
+        if (!c) { c = h('span', { class: 'cell', role: 'img' }, h('span', { class: 'cell-text', 'aria-hidden': 'true' })); cells.set(k, c); box.append(c); }
         c.className = 'cell gpu-' + st.cls;
         if (c.getAttribute('aria-label') !== label) { c.setAttribute('aria-label', label); c.title = label; }
-        const short = st.cls.startsWith('busy') && stats.get(g.index) && typeof stats.get(g.index).util_pct === 'number'
-          ? Math.round(stats.get(g.index).util_pct) + '%' : t('overview.short_' + st.cls.split('-')[0]);
+        const short = st.cls.startsWith('busy') && typeof g.util_pct === 'number' ? Math.round(g.util_pct) + '%' : t('overview.short_' + st.cls.split('-')[0]);
         if (c.firstChild.textContent !== short) c.firstChild.textContent = short;
       }
     }
@@ -98,53 +95,31 @@ export function render(main, ctx) {
     replace(heatSummary, nodes.length ? t('overview.heat_summary', { free, busy, other, nodes: nodes.length }) : t('overview.no_nodes'));
   }
 
-  function queueByTeam(queued) {
-    const by = new Map();
-    for (const j of queued) {
-      const r = by.get(j.team) || { team: j.team, jobs: 0, gpus: 0 };
-      r.jobs++; r.gpus += Number(j.gpus) || 0;
-      by.set(j.team, r);
-    }
-    return [...by.values()].sort((a, b) => b.jobs - a.jobs || a.team.localeCompare(b.team));
-  }
-
+  // GET /overview (web/README.md, "Server contract for the app") and the
+  // running jobs (GET /jobs?state=RUNNING); a GPU's state comes with it.
   async function refresh() {
     try {
-      const [nodes, live, queued, mine] = await Promise.all([
-        get('/nodes'),
-        get('/jobs' + qs({ limit: 200 })),
-        get('/jobs' + qs({ state: 'QUEUED', limit: 500 })),
-        get('/jobs' + qs({ user: ctx.me.username, limit: 10 })),
-      ]);
+      const [o, run] = await Promise.all([get('/overview'), get('/jobs' + qs({ state: 'RUNNING', limit: 100 }))]);
       if (ctx.left) return;
-      const running = (live.jobs || []).filter((j) => LIVE.includes(j.state));
-      // Which GPU indices are held comes with each live job's allocations.
-      const details = await Promise.all(running.slice(0, 50).map((j) => get('/jobs/' + j.id).catch(() => null)));
-      if (ctx.left) return;
-      const held = new Map(); // node name -> Set(index)
-      for (const d of details) for (const a of (d && d.allocations) || []) {
-        if (!held.has(a.node)) held.set(a.node, new Set());
-        for (const i of a.gpu_indices || []) held.get(a.node).add(i);
-      }
-      drawAll(nodes.nodes || [], queueByTeam(queued.jobs || []), running, mine.jobs || [], null, (n) => held.get(n.name) || new Set());
+      idleLine = { pct: o.idle_util_pct ?? 80, hours: Math.round(((o.idle_min_s ?? 3600) / 3600) * 10) / 10 };
+      drawAll(o.nodes || [], o.queue_by_team || [], run.jobs || [], o.my_recent_jobs || [],
+        (o.idle_allocated || []).map((g) => ({ node: g.node, index: g.index, job_id: g.job_id, team: g.team, avg_util_pct: g.util_pct, idle_s: g.low_for_s })));
       replace(msg);
     } catch (e) { if (!ctx.left) replace(msg, errorBox(e)); }
   }
 
-  function drawAll(nodes, queue, running, mine, idle, allocatedBy) {
-    drawHeat(nodes, allocatedBy);
+  let idleLine = { pct: 80, hours: 1 };
+  function drawAll(nodes, queue, running, mine, idle) {
+    drawHeat(nodes);
     // When the first full overview was drawn (bench/web reads it).
     if (!window.__ty.overviewDrawnMs) window.__ty.overviewDrawnMs = performance.now();
     ctx.loaded();
     queueTb.update(queue);
     runningTb.update(running);
     mineTb.update(mine.slice(0, 10));
-    if (Array.isArray(idle)) {
-      replace(idleBox, h('p', { class: 'muted small' }, t('overview.idle_help')), idleTb.el);
-      idleTb.update(idle);
-    } else if (!idleBox.firstChild) {
-      replace(idleBox, h('p', { class: 'muted' }, t('overview.idle_unknown')));
-    }
+    if (!idleBox.firstChild) replace(idleBox, h('p', { class: 'muted small', id: 'idle-help' }), idleTb.el);
+    replace(idleBox.firstChild, t('overview.idle_help', idleLine));
+    idleTb.update(idle);
   }
 
   main.append(
