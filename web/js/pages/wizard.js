@@ -17,7 +17,7 @@
 // 4, params.* -> 5, name/team -> 6, template/command -> 1).
 import { get, post } from '../api.js';
 import { h, replace } from '../dom.js';
-import { t, tr, fmtNum, fmtBytes, fmtDuration } from '../i18n.js';
+import { t, tr, has, fmtNum, fmtBytes, fmtDuration } from '../i18n.js';
 import { errorBox, field, markField, clearMarks } from '../ui.js';
 import { errorText } from '../errors.js';
 
@@ -189,14 +189,17 @@ export function render(main, ctx) {
       else replace(box, errorBox(e));
     }
   }
+  // The what-if answer (docs/queue.md): one queue entry with
+  // estimated_start (ISO or null) and reason {code, params}.
   function forecastView(r) {
-    const f = r.forecast || r;
-    const reason = f.reason || f.wait_reason || 'none';
-    const start = f.start_ms ?? f.estimated_start_ms ?? null;
-    if (reason === 'none' || f.starts_now) return h('div', { class: 'alert ok', id: 'forecast' }, t('wizard.forecast_now'));
-    const when = start && start > 0 ? t('wizard.forecast_at', { time: new Date(start).toLocaleString(), wait: fmtDuration((start - Date.now()) / 1000) }) : t('wizard.forecast_never');
-    return h('div', { class: 'alert warn', id: 'forecast' }, h('strong', null, when), h('div', null,
-      t('wizard.wait_' + reason, { job: f.other_job_id || '', need: f.need_gpus ?? '', free: f.free_gpus ?? '' })));
+    const reason = (r.reason && r.reason.code) || 'none';
+    const p = (r.reason && r.reason.params) || {};
+    if (reason === 'none') return h('div', { class: 'alert ok', id: 'forecast', 'data-reason': reason }, t('wizard.forecast_now'));
+    const start = r.estimated_start ? new Date(r.estimated_start) : null;
+    const when = start && !isNaN(start) ? t('wizard.forecast_at', { time: start.toLocaleString(), wait: fmtDuration(Math.max(0, (start - Date.now()) / 1000)) }) : t('wizard.forecast_never');
+    const why = has('wizard.wait_' + reason) ? t('wizard.wait_' + reason, { job: p.other_job_id ?? '—', need: p.need_gpus ?? '', free: p.free_gpus ?? '' }) : t('wizard.wait_other');
+    return h('div', { class: 'alert warn', id: 'forecast', 'data-reason': reason }, h('strong', null, when), h('div', null, why),
+      r.truncated ? h('div', { class: 'small' }, t('wizard.forecast_truncated')) : null);
   }
   function resources() {
     const r = { gpus: Number(st.gpus) };
