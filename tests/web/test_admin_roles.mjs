@@ -9,7 +9,8 @@
 //  - an export of a confidential job's output that a second admin asked for
 //    is approved by the first in the admin page (with the one-time link),
 //    while the second admin's own view of it offers no approve button.
-// No console or page error on any page.
+// An admin's edit of a team's quota in its row is saved. No console or page
+// error on any page.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -53,10 +54,14 @@ test('members see no admin action; admins join a node and approve another admin\
     await page.context().close();
   }
 
-  // 2. The admin: a site, a join token, the pasted command joins a node there.
+  // 2. The admin: a team's quota edited in place (Enter in the field saves
+  // it), a site, a join token, the pasted command joins a node there.
   const page = await newPage(s, { lang: 'zh-CN' });
   await signIn(page, s.base, 'admin', s.password);
   await open(page, '#/admin');
+  await page.fill(`#tq-${team.id}`, '5');
+  await page.press(`#tq-${team.id}`, 'Enter');
+  await waitFor('the quota to be saved', 20_000, async () => Number((await admin.call('GET', '/teams/' + team.id)).gpu_quota) === 5, 250);
   await page.fill('#s-name', 'plant-b');
   await page.fill('#s-roots', s.storage + '/plant-b\n' + s.storage + '/plant-b2');
   await page.fill('#s-nets', '10.30.0.0/16');

@@ -87,8 +87,8 @@ export function render(main, ctx) {
     caption: t('admin.teams'), key: (x) => x.id,
     columns: [{ label: t('admin.team_name') }, { label: t('admin.quota') }, { label: t('admin.weight') }, { label: t('admin.actions') }],
     cells: (x) => {
-      const q = input('tq-' + x.id, 'gpu_quota', { type: 'number', min: 0, max: 1000000, value: x.gpu_quota, class: 'narrow', 'aria-label': t('admin.quota_of', { team: x.name }) });
-      const w = input('tw-' + x.id, 'priority_weight', { type: 'number', min: 0.01, max: 1000, step: 'any', value: x.priority_weight, class: 'narrow', 'aria-label': t('admin.weight_of', { team: x.name }) });
+      const q = input('tq-' + x.id, 'gpu_quota', { type: 'number', min: 0, max: 1000000, value: x.gpu_quota, class: 'narrow', form: 'tf-' + x.id, 'aria-label': t('admin.quota_of', { team: x.name }) });
+      const w = input('tw-' + x.id, 'priority_weight', { type: 'number', min: 0.01, max: 1000, step: 'any', value: x.priority_weight, class: 'narrow', form: 'tf-' + x.id, 'aria-label': t('admin.weight_of', { team: x.name }) });
       const f = h('form', { class: 'row-form', id: 'tf-' + x.id });
       const save = h('button', { type: 'submit', class: 'small-btn', form: 'tf-' + x.id, 'aria-label': t('admin.save_team', { team: x.name }) }, t('admin.save'));
       f.append(save);
