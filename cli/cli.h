@@ -81,7 +81,6 @@ struct cli_client;
 /* The forecast lines of "trainyard show" for a waiting job (cmd_queue.c):
  * GET /api/v1/jobs/JOB/forecast on c, printed on out; a job that is not
  * queued, or a failed request, gets one line saying so. */
-void cli_queue_print_job_forecast(struct cli_client *c, const char *job_id, FILE *out,
-                                  FILE *err);
+void cli_queue_print_job_forecast(struct cli_client *c, const char *job_id, FILE *out, FILE *err);
 
 #endif

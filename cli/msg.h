@@ -165,8 +165,8 @@
     X(S_SHOW, "show one job", "查看一个作业")                                                      \
     X(S_LOGS, "print a job's logs (-f follows them)", "查看作业日志（-f 持续跟踪）")               \
     X(S_CANCEL, "cancel a job", "取消作业")                                                        \
-    X(S_QUEUE, "the queue: estimated starts and why each job waits",                             \
-      "队列：预计开始时间及每个作业等待的原因")                                                  \
+    X(S_QUEUE, "the queue: estimated starts and why each job waits",                               \
+      "队列：预计开始时间及每个作业等待的原因")                                                    \
     X(S_NODES, "list the nodes and their GPUs", "列出节点及其 GPU")                                \
     X(S_DRAIN, "stop placing work on a node", "停止向节点分配任务")                                \
     X(S_UNDRAIN, "place work on a drained node again", "恢复向已排空节点分配任务")                 \
