@@ -25,8 +25,9 @@
 //     user path has no untranslated key, no unlabelled control and no
 //     horizontal scroll, and is screenshotted; the language choice survives a reload;
 // 10. no console or page error all along (except the expected 401 of /me
-//     before signing in, and the 404 of POST /queue/what-if on a server
-//     without the queue forecast), and run.sh stops cleanly.
+//     before signing in), and run.sh stops cleanly;
+// 11. the wizard's GPU step shows the scheduler's answer for this job now
+//     (POST /queue/what-if: starts now, or when and why it would wait).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -35,7 +36,7 @@ import {
   SHOTS, JOB_MS, startStack, newPage, signIn, api, headState, untranslated, pageOverflow, unlabeled, waitFor,
 } from './lib.mjs';
 
-const ALLOW = ['/api/v1/queue/what-if'];
+const ALLOW = [];
 
 // Tab until `selector` has focus (at most `max` presses): keyboard only.
 async function tabTo(page, selector, max = 60) {
@@ -261,6 +262,10 @@ test('the user path: sign in, wizard, job page, logs, cancel, clone, policy, lan
         await page.waitForSelector('main[data-loaded] ' + sel);
         // Steps that ask the server (forecast, advisor) have answered.
         await page.waitForFunction(() => !/加载中…|Loading…/.test(document.querySelector('main').innerText), null, { timeout: 60_000 });
+        if (name === 'wizard-gpus') {
+          const reason = await page.locator('#forecast').getAttribute('data-reason', { timeout: 30_000 });
+          assert.ok(['none', 'gpus', 'quota', 'priority', 'reserved', 'draining'].includes(reason), `forecast reason ${reason}`);
+        }
         assert.equal(await page.evaluate(() => document.documentElement.lang), lang);
         const bad = await untranslated(page);
         if (bad.length) problems.push(`${lang} ${w} ${name}: untranslated ${bad.join(', ')}`);
