@@ -19,6 +19,10 @@ if [ -z "${TRAINYARD_PACKAGE_BUILD_DIR:-}" ]; then
   step --live deps scripts/deps.sh build
   step configure env CC="${CC:-clang}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF
   step --live build cmake --build "$build" -j"$(nproc)" --target trainyard-server trainyard-worker trainyard trainyard-nccl-probe
+  # The API reference page's Swagger UI (docs/api, pinned by its lock file).
+  if [ -f docs/api/package-lock.json ]; then
+    step npm-api-docs npm ci --prefix docs/api --no-audit --no-fund --ignore-scripts --omit=dev
+  fi
 fi
 
 babs=$(cd "$build" && pwd)
@@ -111,10 +115,20 @@ install -d "$d/usr/share/trainyard"
 cp -r web "$d/usr/share/trainyard/web"
 rm -f "$d/usr/share/trainyard/web/README.md"
 cp -r templates "$d/usr/share/trainyard/templates"
+# The API reference page (api_docs_dir): only the files the server serves.
+swagger=docs/api/node_modules/swagger-ui-dist
+if [ -f "$swagger/swagger-ui-bundle.js" ]; then
+  install -D -m 0644 -t "$d/usr/share/trainyard/api-docs" docs/api/index.html docs/api/init.js
+  install -D -m 0644 -t "$d/usr/share/trainyard/api-docs/node_modules/swagger-ui-dist" \
+    "$swagger/swagger-ui-bundle.js" "$swagger/swagger-ui.css" "$swagger/LICENSE" "$swagger/NOTICE"
+else
+  echo "package: $swagger is missing (npm ci --prefix docs/api): no API reference page" >&2
+fi
 install -D -m 0644 packaging/systemd/trainyard-server.service "$d/lib/systemd/system/trainyard-server.service"
 install -D -m 0640 packaging/etc/server.conf "$d/etc/trainyard/server.conf"
 install -D -m 0600 packaging/etc/trainyard-server.default "$d/etc/default/trainyard-server"
-docs trainyard-server docs/operations.md docs/operations.zh-CN.md server/README.md
+docs trainyard-server docs/operations.md docs/operations.zh-CN.md server/README.md \
+  docs/metrics.md docs/metrics.zh-CN.md docs/grafana-trainyard.json
 maint trainyard-server
 control trainyard-server "$arch" \
   "$srv_deps, trainyard-examples (= $version), passwd" \

@@ -179,6 +179,13 @@ class PackagesTest(unittest.TestCase):
         st, page, hdrs = admin.get("/")
         self.assertEqual(st, 200)
         self.assertIn("text/html", hdrs.get("content-type", ""))
+        # The API reference page from the installed files, and its document.
+        for path, kind in (("/api/v1/docs", "text/html"),
+                           ("/api/v1/docs/swagger-ui-bundle.js", "text/javascript"),
+                           ("/api/v1/openapi.json", "application/json")):
+            st, _, hdrs = admin.get(path)
+            self.assertEqual(st, 200, path)
+            self.assertIn(kind, hdrs.get("content-type", ""), path)
 
         st, team, _ = admin.post("/api/v1/teams", {"name": "pkg", "gpu_quota": 1})
         self.assertEqual(st, 201, team)
