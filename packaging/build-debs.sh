@@ -134,7 +134,7 @@ fi
 if [ -f docs/api/index.html ]; then
   install -D -m 0644 docs/api/index.html "$d/usr/share/trainyard/api-docs/index.html"
   install -D -m 0644 docs/api/init.js "$d/usr/share/trainyard/api-docs/init.js"
-  for f in swagger-ui.css swagger-ui-bundle.js LICENSE; do
+  for f in swagger-ui.css swagger-ui-bundle.js LICENSE NOTICE; do
     if [ -f "docs/api/node_modules/swagger-ui-dist/$f" ]; then
       install -D -m 0644 "docs/api/node_modules/swagger-ui-dist/$f" \
         "$d/usr/share/trainyard/api-docs/node_modules/swagger-ui-dist/$f"
@@ -145,7 +145,8 @@ cp -r templates "$d/usr/share/trainyard/templates"
 install -D -m 0644 packaging/systemd/trainyard-server.service "$d/lib/systemd/system/trainyard-server.service"
 install -D -m 0640 packaging/etc/server.conf "$d/etc/trainyard/server.conf"
 install -D -m 0600 packaging/etc/trainyard-server.default "$d/etc/default/trainyard-server"
-docs trainyard-server docs/operations.md docs/operations.zh-CN.md server/README.md
+docs trainyard-server docs/operations.md docs/operations.zh-CN.md server/README.md \
+  docs/metrics.md docs/metrics.zh-CN.md docs/grafana-trainyard.json
 maint trainyard-server
 control trainyard-server "$arch" \
   "$srv_deps, trainyard-examples (= $version), passwd" \

@@ -187,6 +187,13 @@ class PackagesTest(unittest.TestCase):
         st, _, hdrs = admin.get("/api/v1/docs/swagger-ui-bundle.js")
         self.assertEqual(st, 200)
         self.assertFalse(os.path.exists("/usr/share/trainyard/web/vendor/package.json"))
+        # The API reference page from the installed files, and its document.
+        for path, kind in (("/api/v1/docs", "text/html"),
+                           ("/api/v1/docs/swagger-ui-bundle.js", "text/javascript"),
+                           ("/api/v1/openapi.json", "application/json")):
+            st, _, hdrs = admin.get(path)
+            self.assertEqual(st, 200, path)
+            self.assertIn(kind, hdrs.get("content-type", ""), path)
 
         st, team, _ = admin.post("/api/v1/teams", {"name": "pkg", "gpu_quota": 1})
         self.assertEqual(st, 201, team)
