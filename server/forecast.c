@@ -111,6 +111,9 @@ static enum rc learn(struct forecast *f, PGconn *c)
         if (rows.n < FORECAST_LEARN_PER_PASS)
             break;
     }
+    if (total > 0)
+        LOG_DEBUG("sched", "run times learned", "jobs=%zu up_to=\"%s\" rc=%s", total,
+                  f->mark.finished_at, rc_str(rc));
     db_forecast_rows_cleanup(&rows);
     return rc;
 }
