@@ -649,7 +649,7 @@ enum rc sched_forecast(const struct sched_policy *policy, const struct sched_clu
         goto out;
     if (opts)
         o = *opts;
-    if (o.horizon_ms < 0 || o.default_duration_ms < 0)
+    if (o.horizon_ms < 0 || o.default_duration_ms < 0 || o.resolution_ms < 0)
         goto out;
     if (policy == NULL)
         policy = sched_policy_find("trainyard");
@@ -689,6 +689,12 @@ enum rc sched_forecast(const struct sched_policy *policy, const struct sched_clu
         for (size_t r = 0; r < S.nrun; r++)
             if (S.rend[r] < next)
                 next = S.rend[r];
+        if (o.resolution_ms > 0 && next > t) { /* up to the next multiple after now */
+            int64_t k = (next - now_ms + o.resolution_ms - 1) / o.resolution_ms;
+            next = k > (SCHED_TIME_UNKNOWN - 1 - now_ms) / o.resolution_ms
+                       ? SCHED_TIME_UNKNOWN - 1
+                       : now_ms + k * o.resolution_ms;
+        }
         if (next > S.horizon_end || ++events > max_events) {
             out->truncated = true;
             break;

@@ -57,6 +57,9 @@ struct sched_forecast_opts {
     int64_t horizon_ms;          /* simulate at most this far ahead; 0 = 30 days */
     size_t max_events;           /* bound on simulated events; 0 = 4 * (queued + running) */
     int64_t default_duration_ms; /* a job with neither prediction nor time limit; 0 = 1 h */
+    int64_t resolution_ms;       /* 0 = exact; else each simulated event waits for the next multiple
+                                    of this after now, taking every end up to it: fewer passes,
+                                    starts later by at most this */
 };
 
 struct sched_forecast_int; /* scratch; internal */

@@ -19,11 +19,11 @@ trace=${PHILLY_TRACE:-$root/../shared/traces/pollux-philly.csv}
 alibaba=${ALIBABA_TRACE:-$root/../shared/traces/alibaba-openb_pod_list_default.csv}
 reps=101
 seeds="1 2 3 4 5 6 7 8"
-fc_every=400 # about 200 forecasts (each twice) over the 82,247 arrivals
+fc_every=800 # about 100 forecasts (each twice) over the 82,247 arrivals
 if [ "${1:-}" = "--quick" ]; then
     reps=11
     seeds="1 2"
-    fc_every=4000
+    fc_every=8000
 fi
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -1,7 +1,7 @@
 /*
  * fuzz_sched_forecast.c - random snapshots (the decoder of fuzz_sched_plan.c,
  * plus predicted run times, expected ends and sites, some of them invalid)
- * into sched_forecast() for every policy. A forecast must be RC_OK or
+ * into sched_forecast() for two of the policies. A forecast must be RC_OK or
  * RC_EINVAL, and when RC_OK: one entry per valid queued job, positions
  * 0..n-1, starts in order, the jobs that start now exactly those the first
  * sched_plan() places, never-starting reasons without a start, and details
@@ -189,12 +189,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sched_queue q = {jobs, nj, (int)(take(&r, 1) % 8), sorted && (take(&r, 1) & 1)};
     /* a bounded simulation keeps the runs fast; the default bound is 4 * (queued + running) */
     struct sched_forecast_opts o = {(int64_t)take(&r, 2) * 64, 1 + take(&r, 1) % 12,
-                                    (int64_t)take(&r, 1)};
+                                    (int64_t)take(&r, 1), (int64_t)(take(&r, 1) % 4) * 50};
     struct sched_forecast f;
     sched_forecast_init(&f);
     sched_decisions_init(&d);
-    for (int p = 0; p < 5; p++) {
-        const struct sched_policy *pol = sched_policy_find(pols[p]);
+    /* two policies per input (all five across the corpus): a forecast is many passes */
+    int p0 = (int)(take(&r, 1) % 5), p1 = (p0 + 1 + (int)(take(&r, 1) % 4)) % 5;
+    for (int k = 0; k < 2; k++) {
+        const struct sched_policy *pol = sched_policy_find(pols[k ? p1 : p0]);
         enum rc rc = sched_forecast(pol, &c, &q, 100, &o, &f);
         if (rc == RC_EINVAL) {
             if (f.njobs != 0 || f.jobs != NULL)

@@ -262,7 +262,7 @@ static void test_defaults_and_bounds(void **state)
     add_run(f, 1, 0, 1, 0, SCHED_TIME_UNKNOWN)->start_ms = 0;
     for (int i = 0; i < 5; i++)
         add_job(f, 10 + i, 1, i, 0);
-    struct sched_forecast_opts o = {0, 0, 100};
+    struct sched_forecast_opts o = {0, 0, 100, 0};
     assert_int_equal(sched_forecast(NULL, &f->c, &f->q, 0, &o, &f->f), RC_OK);
     for (int i = 0; i < 5; i++)
         assert_int_equal(of(f, 10 + i)->start_ms, 100 * (i + 1));
@@ -278,6 +278,14 @@ static void test_defaults_and_bounds(void **state)
     assert_true(f->f.truncated);
     assert_int_equal(of(f, 10)->start_ms, 100);
     assert_int_equal(of(f, 11)->start_ms, SCHED_TIME_UNKNOWN);
+    /* a resolution of 150: each event waits for the next multiple of 150 after now */
+    o.max_events = 0;
+    o.resolution_ms = 150;
+    assert_int_equal(sched_forecast(NULL, &f->c, &f->q, 0, &o, &f->f), RC_OK);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(of(f, 10 + i)->start_ms, 150 * (i + 1));
+    o.resolution_ms = -1;
+    assert_int_equal(sched_forecast(NULL, &f->c, &f->q, 0, &o, &f->f), RC_EINVAL);
     fx_free(f);
 }
 
@@ -323,7 +331,7 @@ static void test_bad_input(void **state)
     f->nodes[1].id = f->nodes[0].id; /* duplicate node ids: sched_plan refuses */
     assert_int_equal(sched_forecast(NULL, &f->c, &f->q, 0, NULL, &f->f), RC_EINVAL);
     f->nodes[1].id = 101;
-    struct sched_forecast_opts o = {-1, 0, 0};
+    struct sched_forecast_opts o = {-1, 0, 0, 0};
     assert_int_equal(sched_forecast(NULL, &f->c, &f->q, 0, &o, &f->f), RC_EINVAL);
     assert_int_equal(sched_forecast(NULL, NULL, &f->q, 0, NULL, &f->f), RC_EINVAL);
     assert_int_equal(sched_forecast(NULL, &f->c, &f->q, 0, NULL, NULL), RC_EINVAL);
