@@ -77,6 +77,9 @@ static const struct opt opts[] = {
     I(forecast_max_events, 0, 100000000, "bound on the forecast's simulated events; 0 = automatic"),
     I(forecast_default_run_s, 0, 365 * 86400,
       "forecast run time of a job with no prediction and no time limit; 0 = 1 hour"),
+    I(forecast_resolution_ms, 0, 3600000,
+      "forecast ends taken together up to multiples of this (cheaper, starts later by at most it); "
+      "0 = exact"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

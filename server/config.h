@@ -49,6 +49,7 @@ struct srv_config {
     int forecast_horizon_s;     /* simulate the queue this far ahead; 0 = 30 days */
     int forecast_max_events;    /* bound on simulated events; 0 = 4 x (queued + running) */
     int forecast_default_run_s; /* run time of a job with no prediction and no limit; 0 = 1 h */
+    int forecast_resolution_ms; /* simulated ends taken together up to multiples of it; 0 = exact */
 };
 
 /* Fill cfg with the defaults. */
