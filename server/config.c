@@ -87,6 +87,9 @@ static const struct opt opts[] = {
     S(metrics_listen, "IPv4 address:port that alone serves /metrics; none = the API's"),
     I(metrics_cache_ms, 0, 600000, "how long /metrics reuses the cluster's state read, in ms"),
     S(api_docs_dir, "directory of the API reference page (docs/api after npm ci); none = off"),
+    I(forecast_resolution_ms, 0, 3600000,
+      "forecast ends taken together up to multiples of this (cheaper, starts later by at most it); "
+      "0 = exact"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

@@ -57,6 +57,7 @@ struct srv_config {
     char metrics_listen[SRV_CFG_STR]; /* "127.0.0.1:9464": /metrics only there; "" = API's */
     int metrics_cache_ms;             /* how long /metrics reuses the cluster's state */
     char api_docs_dir[SRV_CFG_STR];   /* the API reference page (docs/api); "" = not served */
+    int forecast_resolution_ms; /* simulated ends taken together up to multiples of it; 0 = exact */
 };
 
 /* Fill cfg with the defaults. */

@@ -78,6 +78,7 @@ void forecast_opts(const struct srv_config *cfg, struct sched_forecast_opts *out
     out->horizon_ms = (int64_t)cfg->forecast_horizon_s * 1000;
     out->max_events = (size_t)cfg->forecast_max_events;
     out->default_duration_ms = (int64_t)cfg->forecast_default_run_s * 1000;
+    out->resolution_ms = cfg->forecast_resolution_ms;
 }
 
 static struct pred_key key_of(const struct db_forecast_job *j)
@@ -111,6 +112,9 @@ static enum rc learn(struct forecast *f, PGconn *c)
         if (rows.n < FORECAST_LEARN_PER_PASS)
             break;
     }
+    if (total > 0)
+        LOG_DEBUG("sched", "run times learned", "jobs=%zu up_to=\"%s\" rc=%s", total,
+                  f->mark.finished_at, rc_str(rc));
     db_forecast_rows_cleanup(&rows);
     return rc;
 }
