@@ -43,6 +43,8 @@ enum rc api_team_member_remove(struct srv_req *req);
 enum rc api_job_submit(struct srv_req *req);
 enum rc api_job_list(struct srv_req *req);
 enum rc api_job_get(struct srv_req *req);
+/* PATCH {"priority"}: an admin reorders a waiting (QUEUED, RESTARTING) job. */
+enum rc api_job_update(struct srv_req *req);
 enum rc api_job_events(struct srv_req *req);
 enum rc api_job_cancel(struct srv_req *req);
 

@@ -51,6 +51,7 @@ static const struct router_route table[] = {
     R("GET", "/api/v1/jobs", SRV_AUTH_USER, api_job_list),
     R("POST", "/api/v1/jobs", SRV_AUTH_USER, api_job_submit),
     R("GET", "/api/v1/jobs/{id}", SRV_AUTH_USER, api_job_get),
+    R("PATCH", "/api/v1/jobs/{id}", SRV_AUTH_ADMIN, api_job_update),
     R("POST", "/api/v1/jobs/{id}/cancel", SRV_AUTH_USER, api_job_cancel),
     R("GET", "/api/v1/jobs/{id}/checkpoints", SRV_AUTH_USER, api_job_checkpoints),
     R("GET", "/api/v1/jobs/{id}/events", SRV_AUTH_USER, api_job_events),
