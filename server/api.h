@@ -24,6 +24,8 @@ enum rc api_readyz(struct srv_req *req);
 enum rc api_login(struct srv_req *req);
 enum rc api_logout(struct srv_req *req);
 enum rc api_me(struct srv_req *req);
+/* POST {"current_password", "new_password"}: the caller changes their own password. */
+enum rc api_me_password(struct srv_req *req);
 enum rc api_token_create(struct srv_req *req);
 enum rc api_token_list(struct srv_req *req);
 enum rc api_token_revoke(struct srv_req *req);

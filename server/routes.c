@@ -61,6 +61,7 @@ static const struct router_route table[] = {
     R("GET", "/api/v1/jobs/{id}/metrics", SRV_AUTH_USER, api_job_metrics),
     R("GET", "/api/v1/jobs/{id}/outputs", SRV_AUTH_USER, api_job_outputs),
     R("GET", "/api/v1/me", SRV_AUTH_USER, api_me),
+    R("POST", "/api/v1/me/password", SRV_AUTH_USER, api_me_password),
     R("GET", "/api/v1/nodes", SRV_AUTH_USER, api_node_list),
     R("GET", "/api/v1/overview", SRV_AUTH_USER, api_overview),
     R("POST", "/api/v1/nodes/join-tokens", SRV_AUTH_ADMIN, api_join_token_create),
