@@ -24,6 +24,8 @@ enum rc api_readyz(struct srv_req *req);
 enum rc api_login(struct srv_req *req);
 enum rc api_logout(struct srv_req *req);
 enum rc api_me(struct srv_req *req);
+/* POST {"current_password", "new_password"}: the caller changes their own password. */
+enum rc api_me_password(struct srv_req *req);
 enum rc api_token_create(struct srv_req *req);
 enum rc api_token_list(struct srv_req *req);
 enum rc api_token_revoke(struct srv_req *req);
@@ -43,6 +45,8 @@ enum rc api_team_member_remove(struct srv_req *req);
 enum rc api_job_submit(struct srv_req *req);
 enum rc api_job_list(struct srv_req *req);
 enum rc api_job_get(struct srv_req *req);
+/* PATCH {"priority"}: an admin reorders a waiting (QUEUED, RESTARTING) job. */
+enum rc api_job_update(struct srv_req *req);
 enum rc api_job_events(struct srv_req *req);
 enum rc api_job_cancel(struct srv_req *req);
 

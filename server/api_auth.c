@@ -154,6 +154,80 @@ enum rc api_me(struct srv_req *req)
     return srv_reply(req, 200, out);
 }
 
+/* A refused password change, recorded on its own (nothing else changes). */
+static enum rc password_refused(struct srv_req *req, const char *target, const char *why,
+                                enum rc rc, const char *msg)
+{
+    json_t *details = json_pack("{s:s}", "reason", why);
+    enum rc arc = audit_append_alone(req, "user.password", target,
+                                     rc == RC_ERATE ? "denied" : "failure", details);
+
+    json_decref(details);
+    if (arc != RC_OK)
+        return srv_fail(req, arc, "", "cannot record the password change attempt");
+    return srv_fail(req, rc, "current_password", "%s", msg);
+}
+
+enum rc api_me_password(struct srv_req *req)
+{
+    static const char *const allowed[] = {"current_password", "new_password", NULL};
+    struct ratelimit *rl = req->app->login_limit;
+    const char *cur, *next;
+    char key[96], pwhash[CRYPTO_PWHASH_MAX], newhash[CRYPTO_PWHASH_MAX], target[AUDIT_TARGET_SIZE];
+    int64_t user_id = 0, now = srv_now_ms();
+    enum srv_role role = SRV_ROLE_NONE;
+    int disabled = 0;
+    json_t *row = NULL;
+    enum rc rc;
+
+    /* The same rules as a password an admin sets (api_user_create). */
+    if ((rc = api_body_object(req, allowed)) != RC_OK ||
+        (rc = api_opt_string(req, "current_password", 1, 1024, &cur)) != RC_OK ||
+        (rc = api_opt_string(req, "new_password", 12, 1024, &next)) != RC_OK)
+        return rc;
+    if (cur == NULL)
+        return srv_fail(req, RC_EINVAL, "current_password", "current_password is required");
+    if (next == NULL)
+        return srv_fail(req, RC_EINVAL, "new_password", "new_password is required");
+    if ((rc = audit_target_name(AUDIT_TARGET_USER, req->who.username, target)) != RC_OK)
+        return rc;
+    /* A stolen session or token must not become a way to guess the
+     * password: wrong guesses count like failed sign-ins of that user. */
+    snprintf(key, sizeof(key), "u:%s", req->who.username);
+    if (ratelimit_blocked(rl, key, now))
+        return password_refused(req, target, "rate_limited", RC_ERATE,
+                                "too many wrong passwords; wait a few minutes");
+    rc = auth_user_for_login(req->db, req->who.username, &user_id, &role, pwhash, sizeof(pwhash),
+                             &disabled, req->req_id);
+    if (rc != RC_OK)
+        return rc;
+    if (crypto_password_verify(cur, pwhash) != RC_OK) {
+        ratelimit_fail(rl, key, now);
+        return password_refused(req, target, "bad_password", RC_EPERM,
+                                "the current password is wrong");
+    }
+    if (crypto_password_hash(next, (unsigned)req->app->cfg->pbkdf2_iterations, newhash) != RC_OK)
+        return RC_EINTERNAL;
+    if ((rc = api_begin(req)) != RC_OK)
+        return rc;
+    rc = db_user_update(req->db, req->who.user_id, NULL, NULL, newhash, -1, &row, req->req_id);
+    /* Every other sign-in of the user ends; the session that changed it
+     * (if any) goes on. API tokens are revoked on their own page. */
+    if (rc == RC_OK)
+        rc = db_user_drop_other_sessions(req->db, req->who.user_id,
+                                         req->who.via_cookie ? req->who.session_hash : NULL,
+                                         req->req_id);
+    if (rc == RC_OK)
+        rc = audit_append_req(req, "user.password", target, "success", NULL);
+    rc = api_end(req, rc);
+    json_decref(row);
+    if (rc != RC_OK)
+        return rc;
+    ratelimit_reset(rl, key);
+    auth_forget_all(req->app);
+    return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
 enum rc api_token_create(struct srv_req *req)
 {
     static const char *const allowed[] = {"name", "expires_in_s", NULL};

@@ -410,3 +410,68 @@ enum rc api_job_cancel(struct srv_req *req)
         return rc;
     return srv_reply(req, 202, row);
 }
+
+/* The priority change's transaction (api_tx body). */
+struct prio_tx {
+    int64_t id;
+    int prio; /* 0 low, 1 normal, 2 high */
+};
+
+/* Lock order (db.h): the job's row, then the audit head last; no other job. */
+static enum rc prio_body(struct srv_req *req, void *arg)
+{
+    struct prio_tx *x = arg;
+    int64_t team_id;
+    int old = 0;
+    char state[16], target[AUDIT_TARGET_SIZE];
+    json_t *d;
+    enum rc rc;
+
+    rc = load_visible(req, &x->id, &team_id, state, sizeof(state), 1);
+    /* Once placed, the scheduler no longer orders the job by priority: a
+     * change there would be recorded but do nothing. */
+    if (rc == RC_OK && strcmp(state, "QUEUED") != 0 && strcmp(state, "RESTARTING") != 0)
+        rc = srv_fail(req, RC_ECONFLICT, "",
+                      "the priority can only change while the job waits (it is %s)", state);
+    if (rc == RC_OK)
+        rc = db_job_set_priority(req->db, x->id, x->prio, &old, req->req_id);
+    if (rc == RC_OK)
+        rc = audit_target_id(AUDIT_TARGET_JOB, x->id, target);
+    if (rc == RC_OK) {
+        d = json_pack("{s:s,s:s}", "from", jobspec_prio_str((enum jobspec_prio)old), "to",
+                      jobspec_prio_str((enum jobspec_prio)x->prio));
+        rc = d ? audit_append_req(req, "job.priority", target, "success", d) : RC_ENOMEM;
+        json_decref(d);
+    }
+    /* The leader may be another replica (delivered at commit). */
+    if (rc == RC_OK)
+        rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
+    return rc;
+}
+
+enum rc api_job_update(struct srv_req *req)
+{
+    static const char *const names[] = {"low", "normal", "high"};
+    struct prio_tx x = {0, -1};
+    json_t *row = NULL, *v;
+    const char *s;
+    int i;
+    enum rc rc;
+
+    if ((rc = api_body_object(req, (const char *const[]){"priority", NULL})) != RC_OK)
+        return rc;
+    v = json_object_get(req->body, "priority");
+    s = json_string_value(v);
+    for (i = 0; s != NULL && i < 3; i++)
+        if (strcmp(s, names[i]) == 0)
+            x.prio = i;
+    if (x.prio < 0)
+        return srv_fail(req, RC_EINVAL, "priority", "priority must be low, normal or high");
+    rc = api_tx(req, prio_body, &x);
+    if (rc != RC_OK)
+        return rc;
+    app_wake_scheduler(req->app);
+    if ((rc = db_job_get(req->db, x.id, &row, req->req_id)) != RC_OK)
+        return rc;
+    return srv_reply(req, 200, row);
+}

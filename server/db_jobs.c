@@ -194,6 +194,34 @@ enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *st
     return rc;
 }
 
+enum rc db_job_set_priority(PGconn *c, int64_t id, int prio, int *old, const char *req_id)
+{
+    static const char *const names[] = {"low", "normal", "high"};
+    char ids[24], ps[16];
+    const char *p[] = {db_i64(id, ids, sizeof(ids)), db_i64(prio, ps, sizeof(ps)),
+                       prio >= 0 && prio <= 2 ? names[prio] : NULL};
+    PGresult *res;
+    enum rc rc;
+    int64_t v;
+
+    if (p[2] == NULL)
+        return RC_EINVAL;
+    /* The old value comes from the row as it was before the update (the
+     * subquery sees the statement's snapshot). */
+    res = db_exec(c,
+                  "UPDATE jobs j SET priority = $2::int, spec = jsonb_set(j.spec, '{priority}', "
+                  "to_jsonb($3::text)) FROM (SELECT id, priority FROM jobs WHERE id = $1) o "
+                  "WHERE j.id = o.id RETURNING o.priority",
+                  3, p);
+    rc = db_result_rc(res, req_id);
+    if (rc == RC_OK && PQntuples(res) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK && (rc = db_parse_i64(PQgetvalue(res, 0, 0), &v)) == RC_OK)
+        *old = (int)v;
+    PQclear(res);
+    return rc;
+}
+
 enum rc db_job_list(PGconn *c, const struct db_job_filter *f, json_t **out, const char *req_id)
 {
     char mem[24], lim[16];

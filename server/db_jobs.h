@@ -68,6 +68,14 @@ enum rc db_jobs_lock(PGconn *c, const int64_t *ids, size_t n, const char *req_id
 enum rc db_job_brief(PGconn *c, int64_t id, int lock, int64_t *team_id, char *state,
                      size_t state_size, const char *req_id) TY_WUR;
 
+/*
+ * Set job id's priority to prio (0 low, 1 normal, 2 high) in its row and its
+ * spec's "priority", in the open transaction; the caller holds the row lock
+ * (db_job_brief lock=1) and has checked its state. *old is the priority it
+ * had. RC_ENOTFOUND if missing.
+ */
+enum rc db_job_set_priority(PGconn *c, int64_t id, int prio, int *old, const char *req_id) TY_WUR;
+
 struct db_job_filter {
     const char *state;  /* or NULL */
     const char *team;   /* team name or NULL */

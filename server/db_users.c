@@ -59,6 +59,16 @@ enum rc db_user_drop_sessions(PGconn *c, int64_t id, const char *req_id)
     return db_exec_ok(c, req_id, "DELETE FROM sessions WHERE user_id = $1", 1, p);
 }
 
+enum rc db_user_drop_other_sessions(PGconn *c, int64_t id, const char *keep, const char *req_id)
+{
+    char ids[24];
+    const char *p[] = {db_i64(id, ids, sizeof(ids)), keep != NULL && keep[0] ? keep : NULL};
+    return db_exec_ok(c, req_id,
+                      "DELETE FROM sessions WHERE user_id = $1 AND ($2::text IS NULL OR "
+                      "token_hash <> $2)",
+                      2, p);
+}
+
 enum rc db_team_create(PGconn *c, const char *name, int64_t quota, double weight, json_t **out,
                        const char *req_id)
 {

@@ -32,6 +32,11 @@ enum rc db_user_list(PGconn *c, const char *cursor, int limit, json_t **out,
 /* Drop every session of a user (after disabling or a password change). */
 enum rc db_user_drop_sessions(PGconn *c, int64_t id, const char *req_id) TY_WUR;
 
+/* Drop every session of a user but the one whose token_hash is keep (NULL or
+ * "" = none kept): the caller's own sign-in survives its password change. */
+enum rc db_user_drop_other_sessions(PGconn *c, int64_t id, const char *keep,
+                                    const char *req_id) TY_WUR;
+
 enum rc db_team_create(PGconn *c, const char *name, int64_t quota, double weight, json_t **out,
                        const char *req_id) TY_WUR;
 /* quota < 0 or weight <= 0 leave the value unchanged. */

@@ -211,6 +211,9 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/jobs", "/api/v1/jobs", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/jobs", "/api/v1/jobs", self.job_spec("alpha"), [401, 201, 403, 403, 201]),
             ("GET", "/api/v1/jobs/{id}", "/api/v1/jobs/" + J, None, [401, 200, 404, 200, 200]),
+            # Reordering the queue is the admins' (J waits: the node has no GPUs).
+            ("PATCH", "/api/v1/jobs/{id}", "/api/v1/jobs/" + J, {"priority": "high"},
+             [401, 403, 403, 403, 200]),
             ("POST", "/api/v1/jobs/{id}/cancel", fresh_job, None, [401, 202, 404, 403, 202]),
             ("GET", "/api/v1/jobs/{id}/events", "/api/v1/jobs/%s/events" % J, None, [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/jobs/{id}/forecast", forecast_of_j, None, [401, 200, 404, 200, 200]),
@@ -223,6 +226,9 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/jobs/{id}/checkpoints", "/api/v1/jobs/%s/checkpoints" % J, None,
              [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/me", "/api/v1/me", None, [401, 200, 200, 200, 200]),
+            # Everyone's own password; a new one too short is refused before any check.
+            ("POST", "/api/v1/me/password", "/api/v1/me/password",
+             {"current_password": "x", "new_password": "short"}, [401, 400, 400, 400, 400]),
             ("GET", "/api/v1/nodes", "/api/v1/nodes", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/overview", "/api/v1/overview", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/nodes/join-tokens", "/api/v1/nodes/join-tokens", {"uses": 1},

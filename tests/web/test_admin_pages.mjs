@@ -8,7 +8,9 @@
 // language and width goes to $TRAINYARD_BUILD_DIR/web-screenshots/.
 // The queue lists the waiting jobs in the forecast's order, each with its
 // reason in words. A refused form shows the error by its code in the page's
-// language with the field marked, never the server's English.
+// language with the field marked, never the server's English. An admin
+// raises a waiting job's priority from the queue page's select and the API
+// shows it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -92,6 +94,23 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
       assert.deepEqual(page.problems, [], `${lang} ${size}: the browser reported errors`);
       await page.context().close();
     }
+  }
+
+  // An admin raises a waiting job's priority from its row of the queue
+  // (after the walk, which checks the forecast's order as it was).
+  {
+    const page = await newPage(s, { lang: 'en' });
+    await signIn(page, s.base, 'admin', s.password);
+    await open(page, '#/queue');
+    const sel = `tr[data-key="${waiting[1]}"] select[data-action="priority"]`;
+    await need(page, sel);
+    assert.equal(await page.getAttribute(sel, 'aria-label'), `Priority of job #${waiting[1]}`);
+    assert.equal(await page.$eval(sel, (e) => e.value), 'normal');
+    await page.selectOption(sel, 'high');
+    await waitFor('the job\'s priority to be high', 30_000, async () => (await admin.call('GET', '/jobs/' + waiting[1])).priority === 'high', 250);
+    await waitFor('the row to show it', 30_000, () => page.$eval(sel, (e) => e.value === 'high' && !e.disabled), 250);
+    assert.deepEqual(page.problems, [], 'the priority change: the browser reported errors');
+    await page.context().close();
   }
 
   // A refused form, in Chinese: the code's text, the field marked, no English.

@@ -1,8 +1,10 @@
 // test_admin_roles.mjs - who may do what on the admin pages, in real
 // Chromium after a fresh `make run` style start (issue 12):
 //  - a member sees no admin or audit entry, is sent away from #/admin and
-//    #/audit, and finds no admin action (drain, approve, the admin's
-//    password form) on the pages they may open;
+//    #/audit, and finds no admin action (drain, approve, a queue priority
+//    select) on the pages they may open; they change their own password
+//    from the account page (a wrong current one refused with the field
+//    marked) and sign in with the new one;
 //  - an admin creates a site and a join token in the admin page; the worker
 //    command the page shows, pasted into a shell, joins a second worker,
 //    which shows up on the nodes page in that site;
@@ -47,11 +49,32 @@ test('members see no admin action; admins join a node and approve another admin\
     assert.equal(await page.$('[data-action="drain"], [data-action="undrain"]'), null, 'a member may drain');
     await open(page, '#/account');
     await page.waitForSelector('#tok-label');
-    assert.equal(await page.$('#pw-new'), null, 'a member got the admin password form');
+    // Their own password: a wrong current one is refused with the field
+    // marked, in Chinese; the right one changes it.
+    page.allow.push('/api/v1/me/password'); // the refusal provoked here
+    await page.fill('#pw-current', 'not-my-password');
+    await page.fill('#pw-new', 'mia-new-password-42');
+    await page.fill('#pw-again', 'mia-new-password-42');
+    await page.click('#pw-form button[type="submit"]');
+    await page.waitForSelector('#pw-current[aria-invalid="true"]');
+    const refused = await page.innerText('#pw-form ~ div .alert.error');
+    assert.doesNotMatch(refused, /[A-Za-z]{4,}/, `English on the Chinese page: ${refused}`);
+    page.allow.pop();
+    await page.fill('#pw-current', 'pw-mia-0123456789');
+    await page.click('#pw-form button[type="submit"]');
+    await page.waitForSelector('#pw-form ~ div .alert.ok');
+    assert.equal(await page.$('#pw-current[aria-invalid="true"]'), null, 'the field stayed marked');
     await open(page, '#/queue');
     assert.equal(await page.$('[data-action]'), null, 'a member got a queue action');
     assert.deepEqual(page.problems, [], 'the member\'s browser reported errors');
     await page.context().close();
+    // Signed in again with the new password (the old one no longer works).
+    await assert.rejects(rest(s.base, 'mia', 'pw-mia-0123456789'), /401/);
+    const again = await newPage(s, { lang: 'zh-CN' });
+    await signIn(again, s.base, 'mia', 'mia-new-password-42');
+    await open(again, '#/account');
+    await again.waitForSelector('#tok-label');
+    await again.context().close();
   }
 
   // 2. The admin: a team's quota edited in place (Enter in the field saves

@@ -1,10 +1,8 @@
 // account.js - #/account: the signed-in user's API tokens (made and shown
 // once, listed, revoked) and their password.
 //
-// Password: the API has no call for a user to change their own password
-// (only PATCH /users/{id}, admin-only, with no check of the current one).
-// An admin changes theirs here through that call; other users are told to
-// ask an admin, rather than shown a form that cannot work.
+// Password: POST /api/v1/me/password with the current one; the server ends
+// the user's other sessions (this one goes on).
 import { get, post, api } from '../api.js';
 import { h, fmtTime } from '../dom.js';
 import { t } from '../i18n.js';
@@ -62,32 +60,29 @@ export function render(main, ctx) {
     try { const r = await get('/tokens'); tb.update(r.tokens || []); } catch (e) { showError(msg, e); }
   }
 
-  // password
-  let pw;
-  if (me.role === 'admin') {
-    const p1 = input('pw-new', 'password', { type: 'password', autocomplete: 'new-password', minlength: 12 });
-    const p2 = input('pw-again', 'password_again', { type: 'password', autocomplete: 'new-password', minlength: 12 });
-    const pOut = h('div', { 'aria-live': 'polite' });
-    const pf = h('form', { class: 'form-grid', novalidate: true }, field(t('account.new_password'), p1, t('account.password_rule')), field(t('account.password_again'), p2),
-      h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, t('account.change_password'))));
-    pf.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
+  // password: every user changes their own, with the current one.
+  const p0 = input('pw-current', 'current_password', { type: 'password', autocomplete: 'current-password' });
+  const p1 = input('pw-new', 'new_password', { type: 'password', autocomplete: 'new-password', minlength: 12 });
+  const p2 = input('pw-again', 'password_again', { type: 'password', autocomplete: 'new-password', minlength: 12 });
+  const pOut = h('div', { 'aria-live': 'polite' });
+  const pf = h('form', { class: 'form-grid', novalidate: true, id: 'pw-form' }, field(t('account.current_password'), p0),
+    field(t('account.new_password'), p1, t('account.password_rule')), field(t('account.password_again'), p2),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, t('account.change_password'))));
+  pf.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    showError(h('div'), null, pf);
+    if (p1.value !== p2.value) {
+      showError(pOut, { code: 'password_mismatch', field: 'password_again' }, pf);
+      return;
+    }
+    try {
+      await post('/me/password', { current_password: p0.value, new_password: p1.value });
+      p0.value = ''; p1.value = ''; p2.value = '';
       showError(h('div'), null, pf);
-      if (p1.value !== p2.value) {
-        showError(pOut, { code: 'password_mismatch', field: 'password_again' }, pf);
-        return;
-      }
-      try {
-        await api('PATCH', '/users/' + encodeURIComponent(me.id), { password: p1.value });
-        p1.value = ''; p2.value = '';
-        showError(h('div'), null, pf);
-        okBox(pOut, t('account.password_changed'));
-      } catch (e) { showError(pOut, e, pf); }
-    });
-    pw = [pf, pOut];
-  } else {
-    pw = h('p', { class: 'muted' }, t('account.password_by_admin'));
-  }
+      okBox(pOut, t('account.password_changed'));
+    } catch (e) { showError(pOut, e, pf); }
+  });
+  const pw = [h('p', { class: 'muted small' }, t('account.password_help')), pf, pOut];
 
   main.append(h('div', { class: 'page-head' }, h('h1', null, t('account.title')), h('span', { class: 'muted' }, me.username || '')),
     card(t('account.tokens'), h('p', { class: 'muted small' }, t('account.tokens_help')), f, out, msg, tb.el),

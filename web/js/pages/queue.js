@@ -4,9 +4,10 @@
 // lists the queued jobs from GET /api/v1/jobs?state=QUEUED, oldest first,
 // and says that no estimate is available instead of making one up.
 //
-// Changing a job's priority: the API has no call for it yet (a job's
-// priority is fixed at submit), so the page offers none.
-import { get, qs } from '../api.js';
+// Admins change a waiting job's priority from a labelled select in its row
+// (PATCH /api/v1/jobs/{id}); the queue is fetched again at once. Members see
+// the priority as text.
+import { api, get, qs } from '../api.js';
 import { h, replace, fmtTime } from '../dom.js';
 import { t, fmtDuration } from '../i18n.js';
 import { showError, liveTable, badge, tOr } from './admin_kit.js';
@@ -47,6 +48,22 @@ export function render(main, ctx) {
   const note = h('p', { class: 'muted small', id: 'queue-note' });
   const stamp = h('span', { class: 'muted small', 'aria-live': 'polite' });
   let forecast = hasForecast;
+  const isAdmin = ctx.me && ctx.me.role === 'admin';
+
+  // data-priority holds the server's value: the row's signature (its cells'
+  // HTML) changes, and the select is drawn again, only when the job's does.
+  function prioSelect(j) {
+    const sel = h('select', { class: 'small', 'data-action': 'priority', 'data-priority': j.priority || '', 'aria-label': t('queue.priority_named', { id: j.id }) },
+      ['low', 'normal', 'high'].map((p) => h('option', { value: p, selected: p === j.priority }, t('prio.' + p))));
+    sel.addEventListener('change', async () => {
+      sel.disabled = true;
+      try { await api('PATCH', '/jobs/' + encodeURIComponent(j.id), { priority: sel.value }); showError(msg, null); }
+      catch (e) { sel.value = j.priority; showError(msg, e); }
+      await refresh();
+      sel.disabled = false; // still drawn when the change was refused
+    });
+    return sel;
+  }
   const cols = [
     { label: t('queue.position'), cls: 'num' }, { label: t('queue.job') }, { label: t('queue.team') },
     { label: t('queue.user') }, { label: t('queue.priority') }, { label: t('queue.gpus'), cls: 'num' },
@@ -62,7 +79,7 @@ export function render(main, ctx) {
         j.position === undefined ? '—' : String(Number(j.position) + 1),
         h('a', { href: '#/jobs/' + j.id }, '#' + j.id + ' ', j.name || ''),
         j.team || '', j.user || '',
-        tOr('prio.' + j.priority, null, j.priority || ''),
+        isAdmin ? prioSelect(j) : tOr('prio.' + j.priority, null, j.priority || ''),
         String(j.gpus ?? ''),
         h('span', { class: 'nowrap' }, fmtTime(j.submitted_at || j.created_at)),
         forecast ? startText(j, now) : h('span', { class: 'muted' }, t('queue.no_estimate')),
