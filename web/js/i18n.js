@@ -80,8 +80,13 @@ export function fmtBytes(n) {
 
 export function fmtDuration(s) {
   if (typeof s !== 'number' || !isFinite(s) || s < 0) return '—';
-  if (s < 60) return t('common.dur_s', { n: Math.round(s) });
-  if (s < 3600) return t('common.dur_m', { n: Math.round(s / 60) });
-  if (s < 86400) return t('common.dur_h', { h: Math.floor(s / 3600), m: Math.round((s % 3600) / 60) });
-  return t('common.dur_d', { d: Math.floor(s / 86400), h: Math.round((s % 86400) / 3600) });
+  // Round to the unit shown before splitting, so that 86,399 s reads
+  // "1 d 0 h" rather than "23 h 60 min", and 59.7 s "1 min".
+  const sec = Math.round(s);
+  if (sec < 60) return t('common.dur_s', { n: sec });
+  const min = Math.round(s / 60);
+  if (min < 60) return t('common.dur_m', { n: min });
+  if (min < 1440) return t('common.dur_h', { h: Math.floor(min / 60), m: min % 60 });
+  const hours = Math.round(s / 3600);
+  return t('common.dur_d', { d: Math.floor(hours / 24), h: hours % 24 });
 }
