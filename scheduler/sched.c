@@ -141,7 +141,7 @@ static int record_preemption(struct pass *P, int r, enum sched_preempt_reason wh
 
 /* ---------- snapshot preparation ---------- */
 
-static int cmp_nid(const void *a, const void *b)
+int sched_nid_cmp(const void *a, const void *b)
 {
     const struct nid *x = a, *y = b;
     if (x->id != y->id)
@@ -149,18 +149,23 @@ static int cmp_nid(const void *a, const void *b)
     return x->idx - y->idx;
 }
 
-static int node_lookup(const struct pass *P, int64_t id)
+int sched_nid_find(const struct nid *nids, size_t n, int64_t id)
 {
-    size_t lo = 0, hi = P->nn;
+    size_t lo = 0, hi = n;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (P->nids[mid].id < id)
+        if (nids[mid].id < id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < P->nn && P->nids[lo].id == id ? P->nids[lo].idx : -1;
+    return lo < n && nids[lo].id == id ? nids[lo].idx : -1;
+}
+
+static int node_lookup(const struct pass *P, int64_t id)
+{
+    return sched_nid_find(P->nids, P->nn, id);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -236,7 +241,7 @@ static enum rc prep_nodes(struct pass *P, struct err *e)
             if (nd->nvlink_peers[g] & gpu_bits(nd->ngpus))
                 P->topo[i] = true;
     }
-    qsort(P->nids, nn, sizeof(*P->nids), cmp_nid);
+    qsort(P->nids, nn, sizeof(*P->nids), sched_nid_cmp);
     for (size_t i = 1; i < nn; i++)
         if (P->nids[i].id == P->nids[i - 1].id)
             return err_set(e, RC_EINVAL, "nodes", "node id %lld appears twice",

@@ -106,25 +106,9 @@ static int64_t sat_add(int64_t a, int64_t b)
     return a + b;
 }
 
-static int cmp_nid_f(const void *a, const void *b)
-{
-    const struct nid *x = a, *y = b;
-    if (x->id != y->id)
-        return x->id < y->id ? -1 : 1;
-    return x->idx - y->idx;
-}
-
 static int node_index(const struct sim *S, int64_t id)
 {
-    size_t lo = 0, hi = S->nn;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (S->nids[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < S->nn && S->nids[lo].id == id ? S->nids[lo].idx : -1;
+    return sched_nid_find(S->nids, S->nn, id);
 }
 
 static long queue_index(const struct sim *S, int64_t id)
@@ -563,7 +547,7 @@ static enum rc sim_load(struct sim *S, const struct sched_cluster *c, const stru
         memcpy(S->nodes, c->nodes, nn * sizeof(*S->nodes));
     for (size_t i = 0; i < nn; i++)
         S->nids[i] = (struct nid){c->nodes[i].id, (int)i};
-    qsort(S->nids, nn, sizeof(*S->nids), cmp_nid_f);
+    qsort(S->nids, nn, sizeof(*S->nids), sched_nid_cmp);
     size_t nid = 0, m = 0;
     for (size_t r = 0; r < nr; r++)
         ids[nid++] = c->running[r].job_id;

@@ -52,6 +52,13 @@ struct nid {
     int idx;
 };
 
+/* qsort order of a node id index: by id (then position). sched.c. */
+int sched_nid_cmp(const void *a, const void *b);
+
+/* The position of node id in nids (n entries, sorted by sched_nid_cmp), or
+ * -1 when it is not there. sched.c; the pass and the forecast share it. */
+int sched_nid_find(const struct nid *nids, size_t n, int64_t id);
+
 struct pass {
     const struct sched_policy *pol;
     const struct sched_cluster *c;
