@@ -21,10 +21,11 @@ export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--
 
 export const BANNER_MS = 300_000; // initdb, migrations, a 600,000-round PBKDF2 under ASan
 export const JOB_MS = 300_000;    // two gloo ranks on CPU on a shared machine
-const STOP_MS = 90_000;
+export const STOP_MS = 90_000;
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const bound = (ms) => new Promise((r) => setTimeout(r, ms).unref());
+// A bound to race against: it must not keep node alive once the race is won.
+export const bound = (ms) => new Promise((r) => setTimeout(r, ms).unref());
 
 export async function waitFor(what, ms, fn, everyMs = 250) {
   const deadline = Date.now() + ms;
@@ -37,7 +38,7 @@ export async function waitFor(what, ms, fn, everyMs = 250) {
   throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${JSON.stringify(last)})`);
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.on('error', reject);
@@ -45,7 +46,7 @@ function freePort() {
   });
 }
 
-function startTime(pid) {
+export function startTime(pid) {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];

@@ -17,76 +17,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const SRC = path.resolve(process.env.TRAINYARD_SOURCE_DIR || path.join(HERE, '../..'));
-const BUILD = path.resolve(process.env.TRAINYARD_BUILD_DIR || path.join(SRC, 'build'));
-const CHROMIUM = process.env.TRAINYARD_CHROMIUM || '/usr/bin/chromium';
-const SHOTS = path.join(BUILD, 'web-screenshots');
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-// Bounds of the waits (generous: a 2-core machine shared with other builds).
-const BANNER_MS = 300_000; // initdb, migrations, a 600,000-round PBKDF2 under ASan
-const JOB_MS = 300_000;    // two gloo ranks of examples/ddp_mlp.py on CPU
-const STOP_MS = 90_000;
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-// A bound to race against: it must not keep node alive once the race is won.
-const bound = (ms) => new Promise((r) => setTimeout(r, ms).unref());
-
-async function waitFor(what, ms, fn, everyMs = 250) {
-  const deadline = Date.now() + ms;
-  let last;
-  while (Date.now() < deadline) {
-    last = await fn();
-    if (last) return last;
-    await sleep(everyMs);
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${JSON.stringify(last)})`);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
-// The start time of a process (field 22 of /proc/PID/stat), so that a reused
-// PID is not mistaken for a survivor; null when it is gone.
-function startTime(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch (_) {
-    return null;
-  }
-}
-
-// Every process whose command line or environment names dir: the server
-// (TRAINYARD_DATA_DIR), the worker (--work-dir), the ranks (their env).
-function processesUsing(dir) {
-  const found = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    let text = '';
-    try {
-      text = fs.readFileSync(`/proc/${d}/cmdline`, 'latin1') + '\0' + fs.readFileSync(`/proc/${d}/environ`, 'latin1');
-    } catch (_) { continue; }
-    if (text.includes(dir)) found.push({ pid: Number(d), start: startTime(d), cmd: fs.readFileSync(`/proc/${d}/cmdline`, 'latin1').replace(/\0/g, ' ').trim() });
-  }
-  return found;
-}
-
-function alive(p) {
-  return startTime(p.pid) !== null && startTime(p.pid) === p.start;
-}
+// The paths, bounds and process helpers the browser tests share (lib.mjs).
+import {
+  SRC, BUILD, CHROMIUM, SHOTS, CHROMIUM_ARGS, BANNER_MS, JOB_MS, STOP_MS, bound, waitFor,
+  freePort, startTime, processesUsing, alive,
+} from './lib.mjs';
 
 test('a new user runs the first template to SUCCEEDED in Chromium after a fresh make run', { timeout: 840_000 }, async (t) => {
   // What the test needs is part of make test: missing, it fails, never skips.
