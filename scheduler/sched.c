@@ -202,7 +202,7 @@ static int team_lookup(const struct pass *P, int64_t id)
             return RC_ENOMEM;                                                                      \
     } while (0)
 
-static enum rc prep_nodes(struct pass *P, struct err *e)
+enum rc sched_prep_nodes(struct pass *P, struct err *e)
 {
     const struct sched_cluster *c = P->c;
     size_t nn = c->nnodes;
@@ -877,7 +877,7 @@ static int cmp_okey(const void *a, const void *b)
  * SCHED_SPF_AGING x its run after it, so no job waits forever behind
  * shorter ones. The run is the prediction, else the time limit, else 1 h.
  */
-static int64_t spf_key(const struct sched_job *j)
+int64_t sched_spf_key(const struct sched_job *j)
 {
     int64_t run = j->predicted_ms > 0    ? j->predicted_ms
                   : j->time_limit_ms > 0 ? j->time_limit_ms
@@ -920,7 +920,7 @@ static enum rc sort_jobs(struct pass *P, int *ix, size_t m, int kind)
             k[i].k1 = j->true_duration_ms > 0 ? j->true_duration_ms : INT64_MAX;
             k[i].k2 = j->submit_ms;
         } else if (kind == KIND_SPF) {
-            k[i].k1 = spf_key(j);
+            k[i].k1 = sched_spf_key(j);
             k[i].k2 = j->submit_ms;
         } else {
             k[i].k1 = j->submit_ms;
@@ -1355,7 +1355,7 @@ out:
 
 /* ---------- entry points ---------- */
 
-static void pass_free(struct pass *P)
+void sched_pass_free(struct pass *P)
 {
     sched_idx_free(&P->main);
     sched_idx_free(&P->hypo);
@@ -1444,7 +1444,7 @@ static enum rc plan_generic(const struct sched_policy *policy, const struct sche
         rc = RC_EINVAL;
         goto out;
     }
-    if ((rc = prep_nodes(&P, &out->first_invalid)) != RC_OK)
+    if ((rc = sched_prep_nodes(&P, &out->first_invalid)) != RC_OK)
         goto out;
     if ((rc = prep_running(&P, &out->first_invalid)) != RC_OK)
         goto out;
@@ -1476,7 +1476,7 @@ out:
         decisions_reset(out);
         out->first_invalid = keep;
     }
-    pass_free(&P);
+    sched_pass_free(&P);
     return rc;
 }
 

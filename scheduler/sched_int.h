@@ -137,6 +137,15 @@ static inline uint64_t gpu_bits(int ng)
 /* ---- sched.c ---- */
 /* Is queued job j valid (what sched_plan skips otherwise)? Fills e when not. */
 bool sched_job_valid(const struct sched_job *j, struct err *e);
+/* Fill P's node part from P->c (nids, topo, the main index of READY free
+ * GPUs, maxng, node_site, placement scratch); P zeroed, P->c set. RC_EINVAL
+ * (e says why) on a malformed node list, RC_ENOMEM. The forecast's event
+ * simulation uses it to place with sched_place() exactly as a pass does. */
+enum rc sched_prep_nodes(struct pass *P, struct err *e);
+/* Free everything a pass allocated (any subset; NULL fields are fine). */
+void sched_pass_free(struct pass *P);
+/* trainyard-spf's order key inside a team (see sched.c); the forecast mirrors it. */
+int64_t sched_spf_key(const struct sched_job *j);
 
 /* ---- sched_place.c ---- */
 /*
