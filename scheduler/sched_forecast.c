@@ -16,9 +16,7 @@
  *
  * Threading: none; no globals.
  */
-#include "sched_forecast.h"
-
-#include "sched_int.h"
+#include "sched_forecast_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,29 +25,6 @@
 
 struct sched_forecast_int {
     struct sched_decisions d; /* reused by every pass of every call */
-};
-
-struct sim {
-    const struct sched_policy *pol;
-    const struct sched_cluster *c0;
-    int64_t now, horizon_end, dflt;
-    struct sched_node *nodes; /* owned copy */
-    size_t nn;
-    struct nid *nids; /* sorted node ids -> index */
-    /* running jobs */
-    struct sched_running *run;
-    size_t *raoff; /* per running job: offset of its allocs in pool */
-    int64_t *rend; /* per running job: simulated end */
-    size_t nrun, caprun;
-    struct sched_alloc *pool;
-    size_t npool, cappool;
-    /* queue, sorted by id */
-    struct sched_job *q;
-    long *qout;
-    size_t nq, capq;
-    unsigned char *gone; /* scratch per queued entry: placed in this pass */
-    struct sched_forecast_job *out;
-    size_t nout, left; /* left: output jobs without a start yet */
 };
 
 const char *sched_wait_code(enum sched_wait w)
@@ -98,8 +73,7 @@ void sched_forecast_cleanup(struct sched_forecast *f)
     memset(f, 0, sizeof(*f));
 }
 
-/* a + b, saturating below SCHED_TIME_UNKNOWN (b >= 0) */
-static int64_t sat_add(int64_t a, int64_t b)
+int64_t sched_fc_sat_add(int64_t a, int64_t b)
 {
     if (b > SCHED_TIME_UNKNOWN - 1 - a)
         return SCHED_TIME_UNKNOWN - 1;
@@ -124,8 +98,7 @@ static long queue_index(const struct sim *S, int64_t id)
     return lo < S->nq && S->q[lo].id == id ? (long)lo : -1;
 }
 
-/* The run time the simulation gives a queued job (sjf-oracle: the truth, as it sees it). */
-static int64_t job_dur(const struct sim *S, const struct sched_job *j)
+int64_t sched_fc_job_dur(const struct sim *S, const struct sched_job *j)
 {
     if ((S->pol->flags & F_ORACLE) && j->true_duration_ms > 0)
         return j->true_duration_ms;
@@ -134,6 +107,14 @@ static int64_t job_dur(const struct sim *S, const struct sched_job *j)
     if (j->time_limit_ms > 0)
         return j->time_limit_ms;
     return S->dflt;
+}
+
+int64_t sched_fc_job_end(const struct sim *S, const struct sched_job *j, int64_t t)
+{
+    int64_t dur = sched_fc_job_dur(S, j);
+    if (!(S->pol->flags & F_ORACLE) && j->time_limit_ms > 0 && dur > j->time_limit_ms)
+        dur = j->time_limit_ms; /* stopped at its limit */
+    return sched_fc_sat_add(t, dur);
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -296,17 +277,107 @@ static int team_quota(const struct sched_cluster *c, int64_t team)
     return 0;
 }
 
+/* What the reason of a waiting job depends on besides its team: its shape. */
+struct shape_facts {
+    int free_sum;    /* GPUs free now on nodes that could take it */
+    bool fits_all;   /* fits the site's nodes whatever their state or load */
+    bool fits_ready; /* fits the READY ones */
+    bool fits_unres; /* fits what is free off the reservation */
+    bool fits_free;  /* fits what is free, reserved GPUs included */
+};
+
+static struct shape_facts shape_facts(const struct sim *S, const struct sched_job *j,
+                                      const uint64_t *resv, int *cnt)
+{
+    struct shape_facts f;
+    bool single;
+    int sum;
+
+    counts(S, j, CNT_FREE, resv, cnt, &single, &f.free_sum);
+    f.fits_free = fits(cnt, S->nn, j->gpus, j->gpus_per_node, single);
+    counts(S, j, CNT_ALL, resv, cnt, &single, &sum);
+    f.fits_all = fits(cnt, S->nn, j->gpus, j->gpus_per_node, single);
+    counts(S, j, CNT_READY, resv, cnt, &single, &sum);
+    f.fits_ready = fits(cnt, S->nn, j->gpus, j->gpus_per_node, single);
+    counts(S, j, CNT_FREE_UNRESERVED, resv, cnt, &single, &sum);
+    f.fits_unres = fits(cnt, S->nn, j->gpus, j->gpus_per_node, single);
+    return f;
+}
+
+struct rkey {
+    int gpus, gpn;
+    int64_t site;
+    size_t i;
+};
+
+static int cmp_rkey_f(const void *a, const void *b)
+{
+    const struct rkey *x = a, *y = b;
+    if (x->gpus != y->gpus)
+        return x->gpus < y->gpus ? -1 : 1;
+    if (x->gpn != y->gpn)
+        return x->gpn < y->gpn ? -1 : 1;
+    if (x->site != y->site)
+        return x->site < y->site ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+struct tused {
+    int64_t team, used;
+};
+
+static int cmp_tused(const void *a, const void *b)
+{
+    const struct tused *x = a, *y = b;
+    return (x->team > y->team) - (x->team < y->team);
+}
+
+/* GPUs in use by team, from the running jobs: sorted (team, used) pairs, *n of them. */
+static struct tused *teams_used(const struct sim *S, size_t *n)
+{
+    struct tused *u = malloc((S->nrun ? S->nrun : 1) * sizeof(*u));
+    size_t m = 0;
+
+    *n = 0;
+    if (u == NULL)
+        return NULL;
+    for (size_t r = 0; r < S->nrun; r++)
+        u[r] = (struct tused){S->run[r].team_id, S->run[r].gpus};
+    qsort(u, S->nrun, sizeof(*u), cmp_tused);
+    for (size_t r = 0; r < S->nrun; r++) {
+        if (m > 0 && u[m - 1].team == u[r].team)
+            u[m - 1].used += u[r].used;
+        else
+            u[m++] = u[r];
+    }
+    *n = m;
+    return u;
+}
+
+static int64_t team_used(const struct tused *u, size_t n, int64_t team)
+{
+    struct tused k = {team, 0};
+    const struct tused *f = bsearch(&k, u, n, sizeof(*u), cmp_tused);
+    return f ? f->used : 0;
+}
+
 /*
  * The reason of every output job not started by the first pass, from the
  * state right after that pass (its placements and preemptions applied).
+ * Jobs of one shape (GPUs, GPUs per node, site) share every node count, so
+ * the nodes are counted once per shape, not once per job: O(shapes x nodes
+ * + jobs log jobs).
  */
 static enum rc first_reasons(struct sim *S, const struct sched_decisions *d)
 {
     int *cnt = calloc(S->nn ? S->nn : 1, sizeof(*cnt));
     uint64_t *resv = calloc(S->nn ? S->nn : 1, sizeof(*resv));
+    struct rkey *rk = malloc((S->nq ? S->nq : 1) * sizeof(*rk));
+    size_t nused = 0, nk = 0;
+    struct tused *used = teams_used(S, &nused);
     enum rc rc = RC_ENOMEM;
 
-    if (cnt == NULL || resv == NULL)
+    if (cnt == NULL || resv == NULL || rk == NULL || used == NULL)
         goto out;
     if (d->reservation.valid)
         for (size_t a = 0; a < d->reservation.nallocs; a++) {
@@ -316,53 +387,41 @@ static enum rc first_reasons(struct sim *S, const struct sched_decisions *d)
         }
     for (size_t i = 0; i < S->nq; i++) {
         long o = S->qout[i];
-        if (o < 0 || S->out[o].start_ms != SCHED_TIME_UNKNOWN)
-            continue;
-        const struct sched_job *j = &S->q[i];
-        struct sched_forecast_job *fj = &S->out[o];
-        bool single;
-        int sum;
-        counts(S, j, CNT_FREE, resv, cnt, &single, &sum);
-        fj->free_gpus = sum;
-        counts(S, j, CNT_ALL, resv, cnt, &single, &sum);
-        if (!fits(cnt, S->nn, j->gpus, j->gpus_per_node, single)) {
-            fj->reason = SCHED_WAIT_SITE_TOO_SMALL;
-            continue;
-        }
-        counts(S, j, CNT_READY, resv, cnt, &single, &sum);
-        if (!fits(cnt, S->nn, j->gpus, j->gpus_per_node, single)) {
-            fj->reason = SCHED_WAIT_DRAINING;
-            continue;
-        }
+        if (o >= 0 && S->out[o].start_ms == SCHED_TIME_UNKNOWN)
+            rk[nk++] = (struct rkey){S->q[i].gpus, S->q[i].gpus_per_node, S->q[i].site, i};
+    }
+    qsort(rk, nk, sizeof(*rk), cmp_rkey_f);
+    struct shape_facts f = {0};
+    for (size_t k = 0; k < nk; k++) {
+        const struct sched_job *j = &S->q[rk[k].i];
+        struct sched_forecast_job *fj = &S->out[S->qout[rk[k].i]];
+        if (k == 0 || cmp_rkey_f(&(struct rkey){rk[k - 1].gpus, rk[k - 1].gpn, rk[k - 1].site, 0},
+                                 &(struct rkey){j->gpus, j->gpus_per_node, j->site, 0}) != 0)
+            f = shape_facts(S, j, resv, cnt);
+        fj->free_gpus = f.free_sum;
         bool other_res = d->reservation.valid && d->reservation.job_id != j->id;
-        counts(S, j, other_res ? CNT_FREE_UNRESERVED : CNT_FREE, resv, cnt, &single, &sum);
-        if (fits(cnt, S->nn, j->gpus, j->gpus_per_node, single)) {
+        if (!f.fits_all) {
+            fj->reason = SCHED_WAIT_SITE_TOO_SMALL;
+        } else if (!f.fits_ready) {
+            fj->reason = SCHED_WAIT_DRAINING;
+        } else if (other_res ? f.fits_unres : f.fits_free) {
             fj->reason = SCHED_WAIT_PRIORITY; /* other_job_id once the order is known */
-            continue;
-        }
-        counts(S, j, CNT_FREE, resv, cnt, &single, &sum);
-        if (other_res && fits(cnt, S->nn, j->gpus, j->gpus_per_node, single)) {
+        } else if (other_res && f.fits_free) {
             fj->reason = SCHED_WAIT_RESERVED;
             fj->other_job_id = d->reservation.job_id;
-            continue;
+        } else {
+            int quota = team_quota(S->c0, j->team_id);
+            bool over = (S->pol->flags & F_QUOTA) && quota > 0 &&
+                        team_used(used, nused, j->team_id) + j->gpus > quota;
+            fj->reason = over ? SCHED_WAIT_QUOTA : SCHED_WAIT_GPUS;
         }
-        int quota = team_quota(S->c0, j->team_id);
-        if ((S->pol->flags & F_QUOTA) && quota > 0) {
-            int64_t used = 0;
-            for (size_t r = 0; r < S->nrun; r++)
-                if (S->run[r].team_id == j->team_id)
-                    used += S->run[r].gpus;
-            if (used + j->gpus > quota) {
-                fj->reason = SCHED_WAIT_QUOTA;
-                continue;
-            }
-        }
-        fj->reason = SCHED_WAIT_GPUS;
     }
     rc = RC_OK;
 out:
     free(cnt);
     free(resv);
+    free(rk);
+    free(used);
     return rc;
 }
 
@@ -406,9 +465,6 @@ static enum rc apply(struct sim *S, const struct sched_decisions *d, int64_t t)
                 return RC_EINTERNAL;
             S->nodes[n].free_mask &= ~pl->allocs[a].gpu_mask;
         }
-        int64_t dur = job_dur(S, j);
-        if (!(S->pol->flags & F_ORACLE) && j->time_limit_ms > 0 && dur > j->time_limit_ms)
-            dur = j->time_limit_ms; /* stopped at its limit */
         struct sched_running r;
         memset(&r, 0, sizeof(r));
         r.job_id = j->id;
@@ -417,8 +473,9 @@ static enum rc apply(struct sim *S, const struct sched_decisions *d, int64_t t)
         r.gpus = j->gpus;
         r.submit_ms = j->submit_ms;
         r.start_ms = t;
-        r.end_by_ms = j->time_limit_ms > 0 ? sat_add(t, j->time_limit_ms) : SCHED_TIME_UNKNOWN;
-        r.expected_end_ms = sat_add(t, dur);
+        r.end_by_ms =
+            j->time_limit_ms > 0 ? sched_fc_sat_add(t, j->time_limit_ms) : SCHED_TIME_UNKNOWN;
+        r.expected_end_ms = sched_fc_job_end(S, j, t);
         r.true_end_ms = r.expected_end_ms;
         r.attained_gpu_ms = j->attained_gpu_ms;
         r.preemptible = false; /* a forecast does not churn its own simulated jobs */
@@ -572,7 +629,7 @@ static enum rc sim_load(struct sim *S, const struct sched_cluster *c, const stru
         else if (rj->end_by_ms != SCHED_TIME_UNKNOWN)
             end = rj->end_by_ms;
         else
-            end = sat_add(rj->start_ms > 0 ? rj->start_ms : 0, S->dflt);
+            end = sched_fc_sat_add(rj->start_ms > 0 ? rj->start_ms : 0, S->dflt);
         if (end < S->now)
             end = S->now; /* overdue: it ends at the first simulated event */
         if (run_add(S, rj, rj->allocs, rj->nallocs, end) != 0)
@@ -645,7 +702,7 @@ enum rc sched_forecast(const struct sched_policy *policy, const struct sched_clu
     S.c0 = cluster;
     S.now = now_ms;
     S.dflt = o.default_duration_ms > 0 ? o.default_duration_ms : 3600LL * 1000;
-    S.horizon_end = sat_add(now_ms, o.horizon_ms > 0 ? o.horizon_ms : 30 * DAY_MS);
+    S.horizon_end = sched_fc_sat_add(now_ms, o.horizon_ms > 0 ? o.horizon_ms : 30 * DAY_MS);
     size_t max_events = o.max_events ? o.max_events : 4 * (queue->njobs + cluster->nrunning);
     if ((rc = sim_load(&S, cluster, queue, &in_of_out)) != RC_OK)
         goto out;
@@ -666,6 +723,13 @@ enum rc sched_forecast(const struct sched_policy *policy, const struct sched_clu
             res_job = d->reservation.valid ? d->reservation.job_id : 0;
             if ((rc = first_reasons(&S, d)) != RC_OK)
                 goto out;
+            if (!o.exact && policy->kind != KIND_LAS) {
+                /* the starts from here on: the event simulation */
+                if (S.left > 0 &&
+                    (rc = sched_fc_simulate_fast(&S, &o, max_events, &out->truncated)) != RC_OK)
+                    goto out;
+                break;
+            }
         }
         if (S.left == 0 || S.nrun == 0)
             break; /* done, or nothing runs and nothing started: the rest never starts */

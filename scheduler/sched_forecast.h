@@ -5,9 +5,13 @@
  *
  * How: one sched_plan() pass at now gives the reasons (which job starts now,
  * which waits and for what); then the queue is simulated forward under the
- * same policy, each simulated pass a sched_plan() at the next predicted end
- * of a running (or simulated) job, until every job has a start, the horizon
- * or the event bound is reached, or nothing can start any more.
+ * same policy, from one predicted end of a running (or simulated) job to the
+ * next, until every job has a start, the horizon or the event bound is
+ * reached, or nothing can start any more. By default the simulation keeps
+ * its state between ends (sched_forecast_fast.c: the capacity index, the
+ * order, the head's reservation) and costs O(log n) per end and per start;
+ * opts->exact makes every simulated event a full sched_plan() instead (the
+ * reference, one pass over the whole queue per end: seconds at 10,000 jobs).
  *
  * Main structures: struct sched_forecast is caller storage whose arrays the
  * library owns (sched_forecast_init / sched_forecast_cleanup), like struct
@@ -60,6 +64,9 @@ struct sched_forecast_opts {
     int64_t resolution_ms;       /* 0 = exact; else each simulated event waits for the next multiple
                                     of this after now, taking every end up to it: fewer passes,
                                     starts later by at most this */
+    bool exact; /* every simulated event a sched_plan() (also preemptions after now); the
+                   event simulation differs in what sched_forecast_fast.c lists. tiresias-las
+                   (which preempts) always simulates this way */
 };
 
 struct sched_forecast_int; /* scratch; internal */
@@ -82,17 +89,19 @@ void sched_forecast_cleanup(struct sched_forecast *f);
  * running jobs end at expected_end_ms (else, or when later, end_by_ms; a job past both ends at
  * the first simulated event; one with neither runs default_duration_ms from
  * its start), queued jobs run for predicted_ms (else time_limit_ms, else
- * opts->default_duration_ms), and each simulated pass is a sched_plan() at the
- * next end. A job preempted in the simulation returns to the simulated queue
- * with the rest of its run. Node states do not change.
+ * opts->default_duration_ms), and the queue moves on at each next end as
+ * the policy would (see How, above). A job preempted in the simulation returns to the simulated
+ * queue with the rest of its run (opts->exact; by default only the first pass preempts). Node
+ * states do not change.
  *
  * out->jobs: every valid queued job (those sched_plan() skips as invalid are
  * left out), in scheduling order: by estimated start (never last), then
  * priority (high first), submit time and id. Inputs are borrowed and only
  * read; opts may be NULL. Returns RC_OK; RC_EINVAL (malformed snapshot, as
  * sched_plan, or a job id that appears twice among the queued and running
- * jobs); RC_ENOMEM. On error out is empty. Cost: one sched_plan() per
- * simulated event.
+ * jobs); RC_ENOMEM. On error out is empty. Cost: one sched_plan(), then
+ * O((queued + running) log) plus one placement try per job shape per
+ * simulated event; opts->exact: one sched_plan() per simulated event.
  */
 enum rc sched_forecast(const struct sched_policy *policy, const struct sched_cluster *cluster,
                        const struct sched_queue *queue, int64_t now_ms,

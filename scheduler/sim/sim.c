@@ -410,7 +410,9 @@ static enum rc forecast(struct sim *S, size_t ji, int64_t now, struct sched_fore
             q.jobs = S->queue2;
         }
         double t0 = now_s();
-        enum rc rc = sched_forecast(S->cfg->policy, &c, &q, now, NULL, f);
+        struct sched_forecast_opts fo = {0};
+        fo.exact = S->o->forecast_exact;
+        enum rc rc = sched_forecast(S->cfg->policy, &c, &q, now, &fo, f);
         double ms = (now_s() - t0) * 1000.0;
         if (rc != RC_OK)
             return rc;

@@ -106,6 +106,8 @@ struct sim_opts {
                               ones (bench/RESULTS.md, issue 10) */
     size_t forecast_every; /* forecast at every Nth arrival (while jobs are queued); 0 = never */
     int64_t min_wait_ms;   /* forecast accuracy counts jobs that waited this long; 0 = 10 min */
+    bool forecast_exact;   /* forecasts simulate a sched_plan() per end (sched_forecast_opts.exact)
+                              instead of the event simulation */
     struct sim_job_out *jobs_out; /* borrowed; NULL or one entry per trace job, filled */
 };
 

@@ -5,7 +5,7 @@
  * trainyard-sim --trace FILE --format philly|csv --nodes N --gpus-per-node G
  *               --policy P [--switch-size K] [--sample N] [--seed S]
  *               [--load X] [--json] [--check] [--predict] [--pred-team] [--quantile Q]
- *               [--forecast-every N] [--min-wait-s S]
+ *               [--forecast-every N] [--min-wait-s S] [--forecast-exact]
  *
  * Exit status: 0 done, 1 bad trace or run failure, 2 bad arguments.
  */
@@ -23,7 +23,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: trainyard-sim --trace FILE --format philly|csv --nodes N "
                "--gpus-per-node G --policy fifo|sjf-oracle|trainyard|tiresias-las|trainyard-spf "
                "[--switch-size K] [--sample N] [--seed S] [--load X] [--json] [--check] "
-               "[--predict] [--pred-team] [--quantile Q] [--forecast-every N] [--min-wait-s S]\n");
+               "[--predict] [--pred-team] [--quantile Q] [--forecast-every N] [--min-wait-s S]\n"
+               "       [--forecast-exact]\n");
 }
 
 static int arg_ll(const char *name, const char *s, long long lo, long long hi, long long *out)
@@ -85,7 +86,7 @@ struct args {
     const char *trace, *format, *policy;
     long long nodes, gpn, sw, sample, seed, fc_every, min_wait_s;
     double load, quantile;
-    bool json, check, predict, pred_team;
+    bool json, check, predict, pred_team, fc_exact;
 };
 
 /* One option with its value; 0 ok, -1 bad (message printed). */
@@ -151,6 +152,8 @@ static int parse_args(int argc, char **argv, struct args *A)
             A->predict = true;
         } else if (strcmp(a, "--pred-team") == 0) {
             A->pred_team = true;
+        } else if (strcmp(a, "--forecast-exact") == 0) {
+            A->fc_exact = true;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 1;
@@ -254,8 +257,8 @@ int main(int argc, char **argv)
         goto report;
     if (A.sample > 0 && sim_trace_sample(&t, (size_t)A.sample, (uint64_t)A.seed, &e) != RC_OK)
         goto report;
-    struct sim_opts o = {A.predict,          A.quantile,          A.pred_team,
-                         (size_t)A.fc_every, A.min_wait_s * 1000, NULL};
+    struct sim_opts o = {A.predict,           A.quantile, A.pred_team, (size_t)A.fc_every,
+                         A.min_wait_s * 1000, A.fc_exact, NULL};
     if (sim_run_opts(&cfg, &o, &t, &r, &e) != RC_OK)
         goto report;
     print_result(&cfg, &r, A.json, A.predict);

@@ -189,7 +189,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sched_queue q = {jobs, nj, (int)(take(&r, 1) % 8), sorted && (take(&r, 1) & 1)};
     /* a bounded simulation keeps the runs fast; the default bound is 4 * (queued + running) */
     struct sched_forecast_opts o = {(int64_t)take(&r, 2) * 64, 1 + take(&r, 1) % 12,
-                                    (int64_t)take(&r, 1), (int64_t)(take(&r, 1) % 4) * 50};
+                                    (int64_t)take(&r, 1), (int64_t)(take(&r, 1) % 4) * 50,
+                                    (take(&r, 1) & 1) != 0};
     struct sched_forecast f;
     sched_forecast_init(&f);
     sched_decisions_init(&d);

@@ -250,7 +250,7 @@ static void test_predictor_never_sees_the_future(void **state)
         err_init(&e);
         assert_int_equal(sim_trace_parse(text, n, SIM_FORMAT_CSV, &t, &e), RC_OK);
         struct sim_config cfg = {2, 4, 0, sched_policy_find("trainyard-spf"), 1.0, true};
-        struct sim_opts o = {true, 0.5, true, 7, 0, pass == 0 ? a : b};
+        struct sim_opts o = {true, 0.5, true, 7, 0, false, pass == 0 ? a : b};
         if (sim_run_opts(&cfg, &o, &t, &r, &e) != RC_OK)
             fail_msg("%s", e.message);
         assert_true(r.pred_from_runs > 0);
