@@ -4,11 +4,15 @@
  * the Philly size mix), 11 teams with quotas, switch and rack labels and
  * NVLink quads. Prints median and p99 over the repetitions, per policy.
  * Then the queue forecast (sched_forecast, issue 10) over the same snapshot,
- * with every queued job's prediction at half its limit.
+ * with every queued job's prediction at half its limit: the event simulation
+ * (the default) and the exact one (a sched_plan() per simulated end) side by
+ * side, with how far their starts lie apart.
  *
  * bench_sched [--nodes N] [--jobs J] [--reps R] [--seed S] [--forecast-reps F]
+ *             [--exact-reps E]   (E = 0: leave out the exact rows; they take minutes)
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,16 +60,21 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static long arg(const char *s)
+static long arg_min(const char *s, long min)
 {
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || *end || v < 1 || v > 10000000) {
+    if (errno || *end || v < min || v > 10000000) {
         fprintf(stderr, "bench_sched: bad number \"%s\"\n", s);
         exit(2);
     }
     return v;
+}
+
+static long arg(const char *s)
+{
+    return arg_min(s, 1);
 }
 
 /* Time reps passes of one policy and print its row; 0 ok. */
@@ -102,36 +111,62 @@ static int bench_policy(const char *name, const struct sched_cluster *c,
     return 0;
 }
 
-/* Time reps forecasts of one policy and print its row; 0 ok. */
-static int bench_forecast(const char *name, const struct sched_cluster *c,
-                          const struct sched_queue *q, double *t, long reps, int64_t res_ms)
+static int cmp_fjob_id(const void *a, const void *b)
 {
-    struct sched_forecast_opts o = {0, 0, 0, res_ms};
-    struct sched_forecast f;
+    const struct sched_forecast_job *x = a, *y = b;
+    return (x->job_id > y->job_id) - (x->job_id < y->job_id);
+}
+
+/* How far apart two forecasts' starts lie: median and p90 over jobs of |a - b|
+ * in minutes, and the share of jobs with the same start. Sorts both by id. */
+static void compare_starts(struct sched_forecast *a, struct sched_forecast *b, double *t)
+{
+    size_t n = 0, same = 0;
+    qsort(a->jobs, a->njobs, sizeof(*a->jobs), cmp_fjob_id);
+    qsort(b->jobs, b->njobs, sizeof(*b->jobs), cmp_fjob_id);
+    for (size_t i = 0; i < a->njobs && i < b->njobs; i++) {
+        int64_t x = a->jobs[i].start_ms, y = b->jobs[i].start_ms;
+        if (x == SCHED_TIME_UNKNOWN || y == SCHED_TIME_UNKNOWN) {
+            same += x == y;
+            continue;
+        }
+        t[n++] = (double)(x > y ? x - y : y - x) / 60000.0;
+        same += x == y;
+    }
+    qsort(t, n, sizeof(double), cmp_dbl);
+    printf(" %.1f | %.1f | %.3f |\n", n ? t[n / 2] : 0.0, n ? t[(n * 9) / 10] : 0.0,
+           a->njobs ? (double)same / (double)a->njobs : 1.0);
+}
+
+/* Time reps forecasts of one policy and print its row (without ending it); f
+ * keeps the last forecast. 0 ok. */
+static int bench_forecast(const char *name, const struct sched_cluster *c,
+                          const struct sched_queue *q, double *t, long reps, int64_t res_ms,
+                          bool exact, struct sched_forecast *f)
+{
+    struct sched_forecast_opts o = {0, 0, 0, res_ms, exact};
     size_t started = 0, never = 0;
 
-    sched_forecast_init(&f);
     for (long r = 0; r < reps; r++) {
         double t0 = now_ms();
-        enum rc rc = sched_forecast(sched_policy_find(name), c, q, 3600000, &o, &f);
+        enum rc rc = sched_forecast(sched_policy_find(name), c, q, 3600000, &o, f);
         t[r] = now_ms() - t0;
         if (rc != RC_OK) {
             fprintf(stderr, "bench_sched: forecast failed: %s\n", rc_str(rc));
-            sched_forecast_cleanup(&f);
             return -1;
         }
     }
-    for (size_t i = 0; i < f.njobs; i++) {
-        if (f.jobs[i].reason == SCHED_WAIT_NONE)
+    for (size_t i = 0; i < f->njobs; i++) {
+        if (f->jobs[i].reason == SCHED_WAIT_NONE)
             started++;
-        if (f.jobs[i].start_ms == SCHED_TIME_UNKNOWN)
+        if (f->jobs[i].start_ms == SCHED_TIME_UNKNOWN)
             never++;
     }
     qsort(t, (size_t)reps, sizeof(double), cmp_dbl);
-    printf("| %s | %zu x %d | %zu | %s | %zu | %zu | %s | %.1f | %.1f |\n", name, c->nnodes,
-           c->nodes[0].ngpus, q->njobs, res_ms ? "60 s" : "exact", started, never,
-           f.truncated ? "yes" : "no", t[reps / 2], t[reps - 1]);
-    sched_forecast_cleanup(&f);
+    printf("| %s | %s | %zu x %d | %zu | %s | %zu | %zu | %s | %.1f | %.1f |", name,
+           exact ? "exact (a pass per end)" : "events", c->nnodes, c->nodes[0].ngpus, q->njobs,
+           res_ms ? "60 s" : "none", started, never, f->truncated ? "yes" : "no", t[reps / 2],
+           t[reps - 1]);
     return 0;
 }
 
@@ -140,7 +175,7 @@ static int bench_forecast(const char *name, const struct sched_cluster *c,
  * arrays around. */
 int main(int argc, char **argv)
 {
-    long nn = 1000, nj = 10000, reps = 101, seed = 1, freps = 5;
+    long nn = 1000, nj = 10000, reps = 101, seed = 1, freps = 5, ereps = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--nodes") == 0)
             nn = arg(argv[i + 1]);
@@ -152,6 +187,8 @@ int main(int argc, char **argv)
             seed = arg(argv[i + 1]);
         else if (strcmp(argv[i], "--forecast-reps") == 0)
             freps = arg(argv[i + 1]);
+        else if (strcmp(argv[i], "--exact-reps") == 0)
+            ereps = arg_min(argv[i + 1], 0);
     }
     uint64_t s = (uint64_t)seed;
     const int G = 8, NT = 11;
@@ -234,16 +271,38 @@ int main(int argc, char **argv)
         jobs[i].predicted_ms = jobs[i].time_limit_ms / 2;
     for (long r = 0; r < nr; r++)
         run[r].expected_end_ms = run[r].start_ms + (run[r].end_by_ms - run[r].start_ms) / 2;
-    printf("\nForecast (sched_forecast, %ld repetitions; predictions at half the limits):\n\n",
-           freps);
-    printf("| policy | nodes x GPUs | queued | resolution | start now | never / past horizon | "
-           "truncated | median ms | max ms |\n");
-    printf("|---|---|---:|---|---:|---:|---|---:|---:|\n");
+    printf("\nForecast (sched_forecast, %ld repetitions of the event simulation, %ld of the "
+           "exact one; predictions at half the limits; the last three columns: the event "
+           "simulation's starts against the exact one's):\n\n",
+           freps, ereps);
+    printf("| policy | simulation | nodes x GPUs | queued | resolution | start now | "
+           "never / past horizon | truncated | median ms | max ms | median start diff min | "
+           "p90 start diff min | same start |\n");
+    printf("|---|---|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|\n");
     const char *fpol[] = {"fifo", "trainyard", "trainyard-spf"};
+    double *td = calloc((size_t)nj + 1, sizeof(double));
+    if (td == NULL)
+        return 1;
     for (int k = 0; k < 2; k++)
-        for (int p = 0; p < 3; p++)
-            if (bench_forecast(fpol[p], &c, &q, t, freps, k ? 60000 : 0) != 0)
+        for (int p = 0; p < 3; p++) {
+            struct sched_forecast fe, fx;
+            sched_forecast_init(&fe);
+            sched_forecast_init(&fx);
+            int bad = bench_forecast(fpol[p], &c, &q, t, freps, k ? 60000 : 0, false, &fe);
+            if (bad == 0 && ereps > 0) {
+                printf(" |  |  |\n");
+                bad = bench_forecast(fpol[p], &c, &q, t, ereps, k ? 60000 : 0, true, &fx);
+                if (bad == 0)
+                    compare_starts(&fe, &fx, td);
+            } else if (bad == 0) {
+                printf(" |  |  |\n");
+            }
+            sched_forecast_cleanup(&fe);
+            sched_forecast_cleanup(&fx);
+            if (bad != 0)
                 return 1;
+        }
+    free(td);
     free(nodes);
     free(run);
     free(ra);
