@@ -882,12 +882,12 @@ int64_t sched_job_order_key(const struct sched_policy *pol, const struct sched_j
 {
     int64_t sub = j->submit_ms;
 
+    if (!(pol->flags & F_SPF))
+        return sub;
     if (sub > INT64_MAX / 4)
         sub = INT64_MAX / 4;
     if (sub < INT64_MIN / 4)
         sub = INT64_MIN / 4;
-    if (!(pol->flags & F_SPF))
-        return j->submit_ms;
     int64_t aging = (pol->flags & F_QSPF) ? SCHED_QSPF_AGING : SCHED_SPF_AGING;
     int64_t run = j->predicted_ms > 0    ? j->predicted_ms
                   : j->time_limit_ms > 0 ? j->time_limit_ms
