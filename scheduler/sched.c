@@ -870,26 +870,51 @@ static int cmp_okey(const void *a, const void *b)
 }
 
 /*
- * trainyard-spf inside a team: shortest predicted run first, with aging. The
- * key submit + SCHED_SPF_AGING x run is the job's run minus what it waited,
- * up to a term common to all jobs at any now, so it never changes while the
- * job waits: a job goes ahead of every job submitted more than
- * SCHED_SPF_AGING x its run after it, so no job waits forever behind
- * shorter ones. The run is the prediction, else the time limit, else 1 h.
+ * trainyard-spf and trainyard-qspf inside a team: shortest predicted run
+ * first, with aging. The key submit + aging x run orders like the job's run
+ * minus what it waited divided by aging, up to a term common to all jobs at
+ * any now, so it never changes while the job waits: a job goes ahead of
+ * every job submitted more than aging x its run after it, so no job waits
+ * forever behind shorter ones. The run is the prediction, else the time
+ * limit, else 1 h. Other policies: submit time.
  */
-int64_t sched_spf_key(const struct sched_job *j)
+int64_t sched_job_order_key(const struct sched_policy *pol, const struct sched_job *j)
 {
-    int64_t run = j->predicted_ms > 0    ? j->predicted_ms
-                  : j->time_limit_ms > 0 ? j->time_limit_ms
-                                         : 3600LL * 1000;
-    if (run > INT64_MAX / 4 / SCHED_SPF_AGING)
-        run = INT64_MAX / 4 / SCHED_SPF_AGING;
     int64_t sub = j->submit_ms;
+
+    if (!(pol->flags & F_SPF))
+        return sub;
     if (sub > INT64_MAX / 4)
         sub = INT64_MAX / 4;
     if (sub < INT64_MIN / 4)
         sub = INT64_MIN / 4;
-    return sub + SCHED_SPF_AGING * run;
+    int64_t aging = (pol->flags & F_QSPF) ? SCHED_QSPF_AGING : SCHED_SPF_AGING;
+    int64_t run = j->predicted_ms > 0    ? j->predicted_ms
+                  : j->time_limit_ms > 0 ? j->time_limit_ms
+                                         : 3600LL * 1000;
+    if (run > INT64_MAX / 4 / aging)
+        run = INT64_MAX / 4 / aging;
+    return sub + aging * run;
+}
+
+bool sched_pick_before(const struct sched_policy *pol, const struct sched_pick *a,
+                       const struct sched_pick *b)
+{
+    if (pol->flags & F_QSPF) {
+        if (a->under_quota != b->under_quota)
+            return a->under_quota;
+        /* under quota, fair share decides between teams: each gets its quota first */
+        if (a->under_quota && a->share != b->share)
+            return a->share < b->share;
+        if (a->key != b->key)
+            return a->key < b->key;
+        return a->id < b->id;
+    }
+    if (a->share != b->share)
+        return a->share < b->share;
+    if (a->submit_ms != b->submit_ms)
+        return a->submit_ms < b->submit_ms;
+    return a->id < b->id;
 }
 
 /* Sort idx[0..m) of queued jobs by (k1, k2, k3=id); skip when already sorted. */
@@ -920,7 +945,7 @@ static enum rc sort_jobs(struct pass *P, int *ix, size_t m, int kind)
             k[i].k1 = j->true_duration_ms > 0 ? j->true_duration_ms : INT64_MAX;
             k[i].k2 = j->submit_ms;
         } else if (kind == KIND_SPF) {
-            k[i].k1 = sched_spf_key(j);
+            k[i].k1 = sched_job_order_key(P->pol, j);
             k[i].k2 = j->submit_ms;
         } else {
             k[i].k1 = j->submit_ms;
@@ -1002,9 +1027,10 @@ static double share(const struct pass *P, int t)
 }
 
 /*
- * The next job: for fair share, the least-served team's oldest job of the top
- * class. When no GPU is free (saturated), only teams under quota can still
- * place (by preemption), so the others are passed over.
+ * The next job: for fair share, the front job of the team that
+ * sched_pick_before() puts first (trainyard: the least-served team's oldest
+ * job) of the top class. When no GPU is free (saturated), only teams under
+ * quota can still place (by preemption), so the others are passed over.
  */
 static int next_job(struct pass *P, size_t *pos, bool saturated)
 {
@@ -1022,8 +1048,7 @@ static int next_job(struct pass *P, size_t *pos, bool saturated)
     const struct sched_job *J = P->q->jobs;
     for (size_t p = 0; p < 3; p++) {
         int bt = -1;
-        double bs = 0;
-        const struct sched_job *bj = NULL;
+        struct sched_pick best = {0}, cand;
         const size_t *st = P->bstart + p * P->nt, *ps = P->bpos + p * P->nt;
         if (P->bstart[(p + 1) * P->nt] == P->bstart[p * P->nt])
             continue; /* an empty class */
@@ -1033,13 +1058,15 @@ static int next_job(struct pass *P, size_t *pos, bool saturated)
             if (saturated && P->t_used[t] >= P->t_quota[t])
                 continue;
             const struct sched_job *j = &J[P->order[ps[t]]];
-            double s = share(P, (int)t);
-            if (bt < 0 || s < bs ||
-                (s == bs && (j->submit_ms < bj->submit_ms ||
-                             (j->submit_ms == bj->submit_ms && j->id < bj->id)))) {
+            cand.share = share(P, (int)t);
+            cand.under_quota = P->t_used[t] + j->gpus <= P->t_quota[t];
+            /* only trainyard-qspf compares keys across teams */
+            cand.key = (P->pol->flags & F_QSPF) ? sched_job_order_key(P->pol, j) : 0;
+            cand.submit_ms = j->submit_ms;
+            cand.id = j->id;
+            if (bt < 0 || sched_pick_before(P->pol, &cand, &best)) {
                 bt = (int)t;
-                bs = s;
-                bj = j;
+                best = cand;
             }
         }
         if (bt >= 0)
@@ -1501,11 +1528,13 @@ static const struct sched_policy policies[] = {
     {"sjf-oracle", plan_generic, KIND_SJF, F_BACKFILL | F_ORACLE},
     {"trainyard", plan_generic, KIND_FAIR, F_BACKFILL | F_QUOTA | F_BF_SHORTEST},
     {"trainyard-spf", plan_generic, KIND_FAIR, F_BACKFILL | F_QUOTA | F_BF_SHORTEST | F_SPF},
+    {"trainyard-qspf", plan_generic, KIND_FAIR,
+     F_BACKFILL | F_QUOTA | F_BF_SHORTEST | F_SPF | F_QSPF},
     {"tiresias-las", plan_generic, KIND_LAS, F_LAS},
 };
 
-static const char *const policy_names[] = {"fifo",         "sjf-oracle",    "trainyard",
-                                           "tiresias-las", "trainyard-spf", NULL};
+static const char *const policy_names[] = {
+    "fifo", "sjf-oracle", "trainyard", "tiresias-las", "trainyard-spf", "trainyard-qspf", NULL};
 
 const struct sched_policy *sched_policy_find(const char *name)
 {

@@ -136,6 +136,10 @@ struct sched_queue {
 /* trainyard-spf: a job waits behind jobs submitted up to this many times its
  * predicted run after it, at most (aging: no job waits forever) */
 #define SCHED_SPF_AGING 1
+/* trainyard-qspf: the same bound, weaker aging (closer to shortest first; bench/RESULTS.md,
+ * issue 10: on the Philly replay 1 gave 1.85x sjf-oracle's average JCT under
+ * trainyard-spf, 32 under trainyard-qspf 1.26x) */
+#define SCHED_QSPF_AGING 32
 /* tiresias-las: attained service that moves a job to the second queue (GPU-ms) */
 #define SCHED_LAS_THRESHOLD_GPU_MS (16LL * 3600 * 1000)
 
@@ -206,10 +210,13 @@ void sched_decisions_init(struct sched_decisions *d);
 void sched_decisions_cleanup(struct sched_decisions *d);
 
 /*
- * The policy named "fifo", "sjf-oracle", "trainyard", "tiresias-las" or
+ * The policy named "fifo", "sjf-oracle", "trainyard", "tiresias-las",
  * "trainyard-spf" (trainyard ordering each team's jobs shortest predicted
- * first with aging, instead of by submit time); NULL when unknown. The result is static; never free
- * it.
+ * first with aging, instead of by submit time) or "trainyard-qspf" (teams
+ * under quota first, by fair share; then every other team's jobs shortest
+ * predicted first with SCHED_QSPF_AGING, across teams: the order of
+ * sched_int.h's sched_pick_before); NULL when unknown. The result is
+ * static; never free it.
  */
 const struct sched_policy *sched_policy_find(const char *name);
 

@@ -17,7 +17,7 @@
  * - the head job's reservation, kept while that job stays the head.
  *
  * One event: the ends up to it give their GPUs back; the head (the
- * fair-share pick of next_job() in sched.c) and the jobs after it start
+ * cross-team pick of next_job() in sched.c, sched_pick_before()) and the jobs after it start
  * while they fit; the first that does not fit is reserved the GPUs that the
  * simulated ends free first, bound by its holders' time limits (as reserve()
  * does); then backfill: the shortest waiting job of any shape that fits off
@@ -84,7 +84,8 @@ struct fsim {
     int64_t *tid;
     size_t nt;
     int64_t *used;
-    double *denom; /* quota (1 without) x weight */
+    double *denom;  /* quota (1 without) x weight */
+    int64_t *quota; /* GPUs guaranteed; 0 none */
     double *share;
     /* queued jobs (S->q order) */
     int *jteam;
@@ -525,13 +526,16 @@ static int try_start(struct fsim *F, int i, bool combined, int64_t t)
     return 1;
 }
 
-/* The next job in the policy's order (fair share: the least-served team's first
- * job of the top class, as next_job() in sched.c); -1 when none waits. */
+/* The next job in the policy's order (fair share: the front job of the team
+ * that sched_pick_before() puts first, in the top class, as next_job() in
+ * sched.c); -1 when none waits. */
 static int head_pick(struct fsim *F)
 {
+    const struct sched_policy *pol = F->S->pol;
+
     for (size_t p = 0; p < F->nclass; p++) {
         int best = -1;
-        double bs = 0;
+        struct sched_pick bp = {0}, cand;
         for (size_t t = 0; t < F->nbt; t++) {
             size_t b = p * F->nbt + t;
             while (F->bpos[b] < F->bstart[b + 1] && F->done[F->border[F->bpos[b]]])
@@ -539,15 +543,18 @@ static int head_pick(struct fsim *F)
             if (F->bpos[b] >= F->bstart[b + 1])
                 continue;
             int i = F->border[F->bpos[b]];
-            double s = F->nbt > 1 ? F->share[t] : 0;
-            if (best >= 0) {
-                const struct sched_job *x = qjob(F, i), *y = qjob(F, best);
-                if (s > bs || (s == bs && (x->submit_ms > y->submit_ms ||
-                                           (x->submit_ms == y->submit_ms && x->id > y->id))))
-                    continue;
+            if (F->nbt == 1)
+                return i; /* one bucket: its order is the policy's */
+            const struct sched_job *j = qjob(F, i);
+            cand.share = F->share[t];
+            cand.under_quota = F->used[t] + j->gpus <= F->quota[t];
+            cand.key = (pol->flags & F_QSPF) ? sched_job_order_key(pol, j) : 0;
+            cand.submit_ms = j->submit_ms;
+            cand.id = j->id;
+            if (best < 0 || sched_pick_before(pol, &cand, &bp)) {
+                best = i;
+                bp = cand;
             }
-            best = i;
-            bs = s;
         }
         if (best >= 0)
             return best;
@@ -697,7 +704,8 @@ static int load_teams(struct fsim *F)
     F->used = calloc(u, sizeof(*F->used));
     F->denom = calloc(u, sizeof(*F->denom));
     F->share = calloc(u, sizeof(*F->share));
-    if (!F->used || !F->denom || !F->share)
+    F->quota = calloc(u, sizeof(*F->quota));
+    if (!F->used || !F->denom || !F->share || !F->quota)
         return -1;
     for (size_t t = 0; t < u; t++)
         F->denom[t] = 1.0;
@@ -706,6 +714,7 @@ static int load_teams(struct fsim *F)
         double q = c0->teams[i].quota_gpus > 0 ? c0->teams[i].quota_gpus : 1;
         double w = c0->teams[i].weight > 0 ? c0->teams[i].weight : 1.0;
         F->denom[t] = q * w;
+        F->quota[t] = c0->teams[i].quota_gpus > 0 ? c0->teams[i].quota_gpus : 0;
     }
     return 0;
 }
@@ -738,8 +747,8 @@ static int load_order(struct fsim *F)
         if (pol->kind == KIND_SJF) {
             k[i].k2 = j->true_duration_ms > 0 ? j->true_duration_ms : INT64_MAX;
             k[i].k3 = j->submit_ms;
-        } else if (fair && (pol->flags & F_SPF)) {
-            k[i].k2 = sched_spf_key(j);
+        } else if (fair) {
+            k[i].k2 = sched_job_order_key(pol, j); /* submit_ms unless an spf policy */
             k[i].k3 = j->submit_ms;
         } else {
             k[i].k2 = j->submit_ms;
@@ -883,6 +892,7 @@ static void fsim_free(struct fsim *F)
     free(F->used);
     free(F->denom);
     free(F->share);
+    free(F->quota);
     free(F->jteam);
     free(F->done);
     free(F->never);

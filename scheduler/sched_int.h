@@ -26,8 +26,59 @@
 /* KIND_SPF is only a sort order: trainyard-spf's order inside a (priority, team) bucket. */
 enum { KIND_FIFO = 1, KIND_SJF = 2, KIND_FAIR = 3, KIND_LAS = 4, KIND_SPF = 5 };
 /* F_BF_SHORTEST: backfill candidates are tried shortest (predicted, else limit) first.
- * F_SPF: inside a team, shortest predicted first with aging instead of submit order. */
-enum { F_BACKFILL = 1, F_ORACLE = 2, F_QUOTA = 4, F_LAS = 8, F_BF_SHORTEST = 16, F_SPF = 32 };
+ * F_SPF: inside a team, shortest predicted first with aging instead of submit order.
+ * F_QSPF: across teams, teams under quota first, then shortest predicted first
+ * (sched_pick_before) instead of the lowest share first. */
+enum {
+    F_BACKFILL = 1,
+    F_ORACLE = 2,
+    F_QUOTA = 4,
+    F_LAS = 8,
+    F_BF_SHORTEST = 16,
+    F_SPF = 32,
+    F_QSPF = 64
+};
+
+/*
+ * The order of a fair-share policy (trainyard, trainyard-spf, trainyard-qspf)
+ * is: priority class (high first); then, at each step, the team whose next
+ * job wins sched_pick_before() over every other team's next job of that
+ * class; inside a team, jobs by (sched_job_order_key, submit_ms, id),
+ * smallest first. Teams' shares and quota use change as the pass places and
+ * preempts, so the pick is redone after every job. Once the head job is
+ * blocked, backfill candidates are tried shortest predicted (else limit)
+ * first. The forecast mirrors exactly this.
+ */
+
+/*
+ * A queued job's key inside its (priority, team) bucket, smallest first (then
+ * submit_ms, then id). trainyard-spf and trainyard-qspf: submit_ms + aging x
+ * run, run = predicted_ms, else time_limit_ms, else 1 h; aging =
+ * SCHED_SPF_AGING (trainyard-spf) or SCHED_QSPF_AGING (trainyard-qspf); the
+ * terms are clamped to a quarter of the int64 range. Every other policy:
+ * submit_ms. The key never changes while the job waits. sched.c.
+ */
+int64_t sched_job_order_key(const struct sched_policy *pol, const struct sched_job *j);
+
+/* A team's next job (the front of its bucket) as the cross-team pick sees it. */
+struct sched_pick {
+    double share;      /* the team's GPUs in use / quota (1 when 0) / weight, now */
+    bool under_quota;  /* the team's GPUs in use plus the job's GPUs fit its quota */
+    int64_t key;       /* sched_job_order_key() of the job */
+    int64_t submit_ms; /* the job's */
+    int64_t id;        /* the job's */
+};
+
+/*
+ * Does team front a go before b (same class)? trainyard and trainyard-spf:
+ * lower share, then earlier submit_ms, then lower id. trainyard-qspf: a team
+ * under quota before one that is not; between two under quota, lower share,
+ * then smaller key, then lower id; between two others, smaller key, then
+ * lower id (shares ignored: shortest predicted first across those teams, with
+ * the key's aging). sched.c.
+ */
+bool sched_pick_before(const struct sched_policy *pol, const struct sched_pick *a,
+                       const struct sched_pick *b);
 
 struct idx {
     size_t n;
@@ -144,8 +195,6 @@ bool sched_job_valid(const struct sched_job *j, struct err *e);
 enum rc sched_prep_nodes(struct pass *P, struct err *e);
 /* Free everything a pass allocated (any subset; NULL fields are fine). */
 void sched_pass_free(struct pass *P);
-/* trainyard-spf's order key inside a team (see sched.c); the forecast mirrors it. */
-int64_t sched_spf_key(const struct sched_job *j);
 
 /* ---- sched_place.c ---- */
 /*

@@ -279,12 +279,12 @@ int main(int argc, char **argv)
            "never / past horizon | truncated | median ms | max ms | median start diff min | "
            "p90 start diff min | same start |\n");
     printf("|---|---|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|\n");
-    const char *fpol[] = {"fifo", "trainyard", "trainyard-spf"};
+    const char *fpol[] = {"fifo", "trainyard", "trainyard-spf", "trainyard-qspf"};
     double *td = calloc((size_t)nj + 1, sizeof(double));
     if (td == NULL)
         return 1;
     for (int k = 0; k < 2; k++)
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < 4; p++) {
             struct sched_forecast fe, fx;
             sched_forecast_init(&fe);
             sched_forecast_init(&fx);

@@ -3,8 +3,9 @@
 #  1. one pass: 10,000 queued jobs (Philly GPU-size mix), 1,000 nodes x 8 GPUs half busy
 #  2. full Philly replay (82,247 jobs) on 47 nodes x 8 GPUs (offered load ~1.0), 4 policies
 #  3. small cluster: 16 nodes x 4 GPUs, 160 jobs sampled the Pollux way, several seeds
-#  4. the runtime predictor on the full Philly replay (issue 10): trainyard and
-#     trainyard-spf learning run times online, against sjf-oracle and fifo
+#  4. the runtime predictor on the full Philly replay (issue 10): trainyard,
+#     trainyard-spf and trainyard-qspf learning run times online, against
+#     sjf-oracle and fifo
 #  5. forecast accuracy on the Philly replay: the forecast start at submit
 #     against the actual start, with predictions and from time limits alone
 #  6. an untuned second trace: the Alibaba openb pod list (alibaba_csv.py)
@@ -107,11 +108,11 @@ PY
 echo
 echo "### The runtime predictor on the full Philly replay (47 nodes x 8 GPUs)"
 echo
-for p in trainyard-spf; do
+for p in trainyard-spf trainyard-qspf; do
     "$sim" --trace "$trace" --format philly --nodes 47 --gpus-per-node 8 --switch-size 8 \
         --policy "$p" --json >>"$philly_out"
 done
-for p in trainyard trainyard-spf; do
+for p in trainyard trainyard-spf trainyard-qspf; do
     "$sim" --trace "$trace" --format philly --nodes 47 --gpus-per-node 8 --switch-size 8 \
         --policy "$p" --predict --json >>"$philly_out"
 done
@@ -152,11 +153,11 @@ EOF2
 echo "### Alibaba openb pods (untuned): $ajobs jobs, $anodes nodes x 8 GPUs (offered load ~1.0)"
 echo
 out=$(mktemp)
-for p in fifo sjf-oracle trainyard trainyard-spf; do
+for p in fifo sjf-oracle trainyard trainyard-spf trainyard-qspf; do
     "$sim" --trace "$ali" --format csv --nodes "$anodes" --gpus-per-node 8 --switch-size 8 \
         --policy "$p" --json >>"$out"
 done
-for p in trainyard trainyard-spf; do
+for p in trainyard trainyard-spf trainyard-qspf; do
     "$sim" --trace "$ali" --format csv --nodes "$anodes" --gpus-per-node 8 --switch-size 8 \
         --policy "$p" --predict --json >>"$out"
 done

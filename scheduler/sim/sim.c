@@ -568,7 +568,7 @@ enum rc sim_run_opts(const struct sim_config *cfg, const struct sim_opts *o,
     S.cfg = cfg;
     S.t = t;
     S.preemptive = strcmp(cfg->policy->name, "tiresias-las") == 0;
-    bool quota = strncmp(cfg->policy->name, "trainyard", 9) == 0; /* and trainyard-spf */
+    bool quota = strncmp(cfg->policy->name, "trainyard", 9) == 0; /* and trainyard-spf, -qspf */
     if ((rc = setup(&S, e)) != RC_OK)
         goto out;
     if (S.o->predict) {

@@ -21,7 +21,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: trainyard-sim --trace FILE --format philly|csv --nodes N "
-               "--gpus-per-node G --policy fifo|sjf-oracle|trainyard|tiresias-las|trainyard-spf "
+               "--gpus-per-node G --policy "
+               "fifo|sjf-oracle|trainyard|tiresias-las|trainyard-spf|trainyard-qspf "
                "[--switch-size K] [--sample N] [--seed S] [--load X] [--json] [--check] "
                "[--predict] [--pred-team] [--quantile Q] [--forecast-every N] [--min-wait-s S]\n"
                "       [--forecast-exact]\n");

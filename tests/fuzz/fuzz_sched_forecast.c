@@ -92,8 +92,8 @@ static void check(const struct sched_forecast *f, const struct sched_queue *q,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *labels[4] = {"s0", "s1", "r0", "r1"};
-    static const char *pols[5] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las",
-                                  "trainyard-spf"};
+    static const char *pols[6] = {"fifo",         "sjf-oracle",    "trainyard",
+                                  "tiresias-las", "trainyard-spf", "trainyard-qspf"};
     struct sched_node nodes[MAXN];
     struct sched_team teams[4];
     struct sched_running run[MAXR];
@@ -194,8 +194,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sched_forecast f;
     sched_forecast_init(&f);
     sched_decisions_init(&d);
-    /* two policies per input (all five across the corpus): a forecast is many passes */
-    int p0 = (int)(take(&r, 1) % 5), p1 = (p0 + 1 + (int)(take(&r, 1) % 4)) % 5;
+    /* two policies per input (all six across the corpus): a forecast is many passes */
+    int p0 = (int)(take(&r, 1) % 6), p1 = (p0 + 1 + (int)(take(&r, 1) % 5)) % 6;
     for (int k = 0; k < 2; k++) {
         const struct sched_policy *pol = sched_policy_find(pols[k ? p1 : p0]);
         enum rc rc = sched_forecast(pol, &c, &q, 100, &o, &f);

@@ -38,8 +38,8 @@ static uint64_t take(struct rd *r, int bytes)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *labels[4] = {"s0", "s1", "r0", "r1"};
-    static const char *pols[5] = {"fifo", "sjf-oracle", "trainyard", "tiresias-las",
-                                  "trainyard-spf"};
+    static const char *pols[6] = {"fifo",         "sjf-oracle",    "trainyard",
+                                  "tiresias-las", "trainyard-spf", "trainyard-qspf"};
     struct sched_node nodes[MAXN];
     struct sched_team teams[4];
     struct sched_running run[MAXR];
@@ -135,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t k = 0; k < nr; k++)
         run[k].expected_end_ms = (int64_t)take(&r, 2);
     sched_decisions_init(&d);
-    for (int p = 0; p < 5; p++) {
+    for (int p = 0; p < 6; p++) {
         enum rc rc = sched_plan(sched_policy_find(pols[p]), &c, &q, 100, &d);
         if (rc == RC_EINVAL)
             continue;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "sched.h"
+#include "sched_int.h" /* sched_job_order_key, sched_pick_before: the order the forecast mirrors */
 
 #define MAXN 64
 #define MAXJ 256
@@ -124,7 +125,7 @@ static void test_policy_find(void **state)
     int k = 0;
     for (; n[k]; k++)
         assert_non_null(sched_policy_find(n[k]));
-    assert_int_equal(k, 5);
+    assert_int_equal(k, 6);
     assert_null(sched_policy_find("lottery"));
     assert_null(sched_policy_find(NULL));
 }
@@ -936,6 +937,139 @@ static void test_spf_order(void **state)
     fx_free(f);
 }
 
+/*
+ * trainyard-qspf across teams, on one busy GPU (the first job in order is the
+ * one reserved for). Teams 1 and 2 have no quota: the shortest predicted job
+ * goes first whatever the shares (trainyard-spf: the team with the lower
+ * share), and a long job submitted long enough before a short one of another
+ * team still goes first (aging, SCHED_QSPF_AGING x its run).
+ */
+static void test_qspf_shortest_across_teams(void **state)
+{
+    (void)state;
+    struct fx *f = fx_new(1, 1);
+    f->teams[0] = (struct sched_team){1, 0, 1.0};
+    f->teams[1] = (struct sched_team){2, 0, 1.0};
+    f->c.nteams = 2;
+    add_run(f, 9, 0, 1, 2, 0, 1000000)->preemptible = false; /* team 2 holds the GPU */
+    struct sched_job *j1 = add_job(f, 1, 1, 0), *j2 = add_job(f, 2, 1, 100);
+    j1->team_id = 1;
+    j1->predicted_ms = 5000;
+    j2->team_id = 2;
+    j2->predicted_ms = 1000;
+    plan_ok(f, "trainyard-spf", 7000);
+    assert_int_equal(f->d.reservation.job_id, 1); /* team 1's share is lower */
+    plan_ok(f, "trainyard-qspf", 7000);
+    assert_int_equal(f->d.reservation.job_id, 2); /* 100 + 32 x 1000 < 0 + 32 x 5000 */
+    j2->submit_ms = 130000;                       /* 130000 + 32000 > 160000: job 1 aged */
+    plan_ok(f, "trainyard-qspf", 140000);
+    assert_int_equal(f->d.reservation.job_id, 1);
+    fx_free(f);
+}
+
+/*
+ * trainyard-qspf: a team under quota goes before shorter jobs of teams that
+ * are not, even with a higher share, and takes its quota back by preemption
+ * (of a borrowing job only, which plan_ok's sched_check verifies); between
+ * two teams under quota the lower share goes first, not the shorter job.
+ */
+static void test_qspf_quota_first(void **state)
+{
+    (void)state;
+    /* two busy GPUs, nothing borrowing: team 1 (quota 2, share 1/2) is under quota for
+     * its long job, team 2 (no quota, share 0) is not: team 1 first (trainyard-spf:
+     * team 2, the lower share; shortest first alone: team 2 too) */
+    struct fx *f = fx_new(1, 2);
+    f->teams[0] = (struct sched_team){1, 2, 1.0};
+    f->teams[1] = (struct sched_team){2, 0, 1.0};
+    f->teams[2] = (struct sched_team){3, 1, 1.0};
+    f->c.nteams = 3;
+    add_run(f, 8, 0, 1, 1, 0, 100000);
+    add_run(f, 9, 0, 2, 3, 0, 100000);
+    struct sched_job *j1 = add_job(f, 1, 1, 0), *j2 = add_job(f, 2, 1, 0);
+    j1->team_id = 1;
+    j1->predicted_ms = 50000;
+    j2->team_id = 2;
+    j2->predicted_ms = 1000;
+    plan_ok(f, "trainyard-qspf", 7000);
+    assert_int_equal(f->d.reservation.job_id, 1);
+    plan_ok(f, "trainyard-spf", 7000);
+    assert_int_equal(f->d.reservation.job_id, 2);
+    fx_free(f);
+
+    /* under quota, it takes its GPU back from a borrowing job */
+    f = fx_new(1, 1);
+    f->teams[0] = (struct sched_team){1, 1, 1.0};
+    f->teams[1] = (struct sched_team){2, 0, 1.0};
+    f->c.nteams = 2;
+    add_run(f, 9, 0, 1, 2, 0, 100000); /* team 2 borrows the only GPU */
+    j1 = add_job(f, 1, 1, 0);
+    j2 = add_job(f, 2, 1, 0);
+    j1->team_id = 1;
+    j1->predicted_ms = 50000; /* long, but under quota */
+    j2->team_id = 2;
+    j2->predicted_ms = 1000;
+    plan_ok(f, "trainyard-qspf", 7000);
+    assert_non_null(placed(f, 1));
+    assert_null(placed(f, 2));
+    assert_int_equal(f->d.npreemptions, 1);
+    assert_int_equal(f->d.preemptions[0].job_id, 9);
+    assert_int_equal(f->d.preemptions[0].reason, SCHED_PREEMPT_QUOTA);
+    fx_free(f);
+
+    /* both under quota, nothing borrowing: team 2 (share 0) before team 1 (share 1/2) */
+    f = fx_new(1, 2);
+    f->teams[0] = (struct sched_team){1, 2, 1.0};
+    f->teams[1] = (struct sched_team){2, 2, 1.0};
+    f->teams[2] = (struct sched_team){3, 1, 1.0};
+    f->c.nteams = 3;
+    add_run(f, 8, 0, 1, 1, 0, 100000);
+    add_run(f, 9, 0, 2, 3, 0, 100000);
+    j1 = add_job(f, 1, 1, 0);
+    j2 = add_job(f, 2, 1, 0);
+    j1->team_id = 1;
+    j1->predicted_ms = 1000;
+    j2->team_id = 2;
+    j2->predicted_ms = 50000;
+    plan_ok(f, "trainyard-qspf", 7000);
+    assert_int_equal(f->d.npreemptions, 0);
+    assert_int_equal(f->d.reservation.job_id, 2);
+    fx_free(f);
+}
+
+/* The per-job key and the cross-team rule, as sched_int.h states them for the forecast. */
+static void test_order_key_and_pick(void **state)
+{
+    (void)state;
+    const struct sched_policy *ty = sched_policy_find("trainyard"),
+                              *spf = sched_policy_find("trainyard-spf"),
+                              *q = sched_policy_find("trainyard-qspf");
+    struct sched_job j = {.id = 1, .gpus = 1, .submit_ms = 1000, .time_limit_ms = 7000};
+    assert_int_equal(sched_job_order_key(ty, &j), 1000);
+    assert_int_equal(sched_job_order_key(spf, &j), 1000 + SCHED_SPF_AGING * 7000);
+    assert_int_equal(sched_job_order_key(q, &j), 1000 + SCHED_QSPF_AGING * 7000);
+    j.predicted_ms = 300;
+    assert_int_equal(sched_job_order_key(q, &j), 1000 + SCHED_QSPF_AGING * 300);
+    j.predicted_ms = 0;
+    j.time_limit_ms = 0; /* neither: 1 h */
+    assert_int_equal(sched_job_order_key(q, &j), 1000 + SCHED_QSPF_AGING * 3600000LL);
+    j.predicted_ms = INT64_MAX; /* clamped, no overflow */
+    j.submit_ms = INT64_MAX;
+    assert_true(sched_job_order_key(q, &j) <= INT64_MAX / 2);
+
+    struct sched_pick under = {0.5, true, 900, 0, 1}, over = {0.1, false, 100, 0, 2};
+    assert_true(sched_pick_before(q, &under, &over)); /* under quota first */
+    assert_false(sched_pick_before(q, &over, &under));
+    assert_true(sched_pick_before(spf, &over, &under)); /* fair share: lower share */
+    struct sched_pick o2 = {0.0, false, 200, 0, 3};
+    assert_true(sched_pick_before(q, &over, &o2)); /* not under: key, shares ignored */
+    struct sched_pick u2 = {0.2, true, 5000, 0, 4};
+    assert_true(sched_pick_before(q, &u2, &under)); /* both under: share before key */
+    struct sched_pick u3 = {0.2, true, 5000, 0, 5};
+    assert_true(sched_pick_before(q, &u2, &u3)); /* then id */
+    assert_false(sched_pick_before(q, &u3, &u2));
+}
+
 /* The property test with predicted run times and expected ends, every policy. */
 static void test_random_predictions(void **state)
 {
@@ -1004,6 +1138,9 @@ int main(void)
         cmocka_unit_test(test_prediction_never_worse_than_limits),
         cmocka_unit_test(test_check_catches_limit_past_bound),
         cmocka_unit_test(test_spf_order),
+        cmocka_unit_test(test_qspf_shortest_across_teams),
+        cmocka_unit_test(test_qspf_quota_first),
+        cmocka_unit_test(test_order_key_and_pick),
         cmocka_unit_test(test_random_predictions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -491,8 +491,8 @@ static void assert_capacity(const struct fx *f, int64_t now)
 static void test_events_match_exact(void **state)
 {
     (void)state;
-    const char *pols[] = {"fifo", "trainyard", "trainyard-spf"};
-    for (int p = 0; p < 3; p++) {
+    const char *pols[] = {"fifo", "trainyard", "trainyard-spf", "trainyard-qspf"};
+    for (int p = 0; p < 4; p++) {
         uint64_t seed = 42;
         size_t jobs = 0, same = 0, nrel = 0;
         static double rel[400 * MAXJ];

@@ -104,13 +104,17 @@ static void test_backfill(void **state)
  * so a has floor(2 * 200/700) = 0 and b floor(2 * 500/700) = 1 GPU.
  * trainyard: a borrows both GPUs at 0; b arrives at 10 under quota and takes
  * one back: a is preempted with 90 s left, b runs 10-510, a resumes 510-600.
- * JCT a 600, b 500 -> 550, 1 preemption. fifo: a 0-100, b 100-600 -> 345.
+ * JCT a 600, b 500 -> 550, 1 preemption; trainyard-qspf too (a team under
+ * quota goes before shorter jobs). fifo: a 0-100, b 100-600 -> 345.
  */
 static void test_quota_preemption(void **state)
 {
     (void)state;
     struct sim_result r;
     run_file("quota.csv", SIM_FORMAT_CSV, 1, 2, "trainyard", &r);
+    assert_int_equal(r.preemptions, 1);
+    NEAR(r.avg_jct_s, 550);
+    run_file("quota.csv", SIM_FORMAT_CSV, 1, 2, "trainyard-qspf", &r); /* quota before size */
     assert_int_equal(r.preemptions, 1);
     NEAR(r.avg_jct_s, 550);
     run_file("quota.csv", SIM_FORMAT_CSV, 1, 2, "fifo", &r);
