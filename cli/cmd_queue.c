@@ -223,8 +223,9 @@ static int get_page(struct cli_client *c, const struct queue_opts *o, long limit
 }
 
 /* How often --all starts again when the forecast is refreshed while it reads:
- * the leader stores one at most every forecast_interval_ms (1 s by default),
- * and reading 10,000 jobs takes a fraction of that. */
+ * the leader stores one at most every forecast_interval_ms (1 s by default);
+ * reading 10,000 jobs took 1.1 s (bench/RESULTS.md, "Queue pages"), so a
+ * queue that long can use every try up. */
 #define QUEUE_ALL_TRIES 5
 
 static int is_forecast_changed(long status, const json_t *resp)
