@@ -5,13 +5,15 @@
  * "trainyard show JOB" (cmd_jobs.c) adds while a job waits
  * (GET /api/v1/jobs/{id}/forecast).
  *
- *   trainyard queue [--json] [--server URL]
+ *   trainyard queue [--team T] [--user U | --mine] [--limit N] [--cursor C | --all]
+ *                   [--json] [--server URL]
  *
  * Exit codes: the stable ones of cli.h (cli_exit_for_http, cli_exit_for_rc).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "client.h"
 #include "submit.h"
@@ -92,9 +94,10 @@ static void print_queue(FILE *out, const json_t *resp)
     }
 }
 
-/* GET path into *resp; 0 on 200, else the exit code after the message. */
+/* GET path into *resp; 0 on 200, else the exit code, after the message
+ * when report (else the caller words it from *resp and *status). */
 static int get(struct cli_client *c, const char *path, const char *what, json_t **resp,
-               long *status, FILE *err)
+               long *status, int report, FILE *err)
 {
     enum rc rc;
 
@@ -102,7 +105,8 @@ static int get(struct cli_client *c, const char *path, const char *what, json_t 
     if ((rc = cli_client_request(c, "GET", path, NULL, status, resp, err)) != RC_OK)
         return cli_exit_for_rc(rc);
     if (*status != 200) {
-        cli_print_api_error(err, what, *status, *resp);
+        if (report)
+            cli_print_api_error(err, what, *status, *resp);
         return cli_exit_for_http(*status, *resp);
     }
     if (!json_is_object(*resp)) {
@@ -120,41 +124,195 @@ static int dump(FILE *out, const json_t *v)
     return CLI_EXIT_OK;
 }
 
+/* "trainyard queue"'s options. */
+struct queue_opts {
+    struct cli_common co;
+    const char *team, *user, *cursor; /* borrowed from argv; NULL = not given */
+    long limit;                       /* the page size asked for */
+    int mine, all;
+};
+
+static void queue_usage(FILE *out)
+{
+    fprintf(out, "usage: trainyard queue [--team TEAM] [--user USER | --mine] [--limit N]\n"
+                 "                       [--cursor C | --all] [--json] [--server URL]\n"
+                 "The queued jobs you may see, in scheduling order, with the estimated\n"
+                 "start, the predicted run time and why each waits (the scheduler's\n"
+                 "latest forecast). One page of --limit jobs (1..500, default 50); --cursor\n"
+                 "continues after the page whose next_cursor it is (--json shows it), --all\n"
+                 "reads every page of one forecast (and starts again, a few times at most,\n"
+                 "when the forecast is refreshed meanwhile). --team, --user, --mine (your\n"
+                 "own jobs): only those. --json prints GET /api/v1/queue as it came (with\n"
+                 "--all, the pages as one answer: every job, next_cursor null).\n"
+                 "The server and token: --server, $TRAINYARD_URL and $TRAINYARD_TOKEN,\n"
+                 "else the stored login (trainyard login). Exit status as every command:\n"
+                 "trainyard help.\n");
+}
+
+/* 0 parsed, 1 --help, -1 after a message. */
+static int queue_parse(int argc, char **argv, struct queue_opts *o, FILE *err)
+{
+    const char *v;
+    int r;
+
+    memset(o, 0, sizeof(*o));
+    o->limit = 50;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--mine") == 0) {
+            o->mine = 1;
+        } else if (strcmp(argv[i], "--all") == 0) {
+            o->all = 1;
+        } else if ((r = cli_common_opt(argc, argv, &i, &o->co, err)) != 0 ||
+                   (r = cli_opt(argc, argv, &i, "--team", &o->team, err)) != 0 ||
+                   (r = cli_opt(argc, argv, &i, "--user", &o->user, err)) != 0 ||
+                   (r = cli_opt(argc, argv, &i, "--cursor", &o->cursor, err)) != 0) {
+            if (r < 0)
+                return -1;
+        } else if ((r = cli_opt(argc, argv, &i, "--limit", &v, err)) != 0) {
+            if (r < 0 || cli_long("--limit", v, 1, 500, &o->limit, err) != 0)
+                return -1;
+        } else {
+            cli_bad_arg(argv[i], err);
+            return -1;
+        }
+    }
+    if (o->co.help)
+        return 1;
+    if ((o->mine && o->user) || (o->all && o->cursor)) {
+        fprintf(err, "trainyard: %s\n",
+                o->mine && o->user ? "give --mine or --user, not both"
+                                   : "give --all or --cursor, not both");
+        return -1;
+    }
+    return 0;
+}
+
+/* GET /api/v1/queue with o's filters, page size limit and cursor (NULL =
+ * the first page) into *resp (on a refusal: the error answer, *status its
+ * status). 0 on 200; else the exit code, after the message when report. */
+static int get_page(struct cli_client *c, const struct queue_opts *o, long limit,
+                    const char *cursor, json_t **resp, long *status, int report, FILE *err)
+{
+    const char *names[] = {"team", "user", "cursor"};
+    const char *vals[] = {o->team, o->user, cursor};
+    char path[1024], tmp[1024];
+    int code;
+
+    *resp = NULL;
+    *status = 0;
+    snprintf(path, sizeof(path), "/api/v1/queue?limit=%ld%s", limit, o->mine ? "&mine=1" : "");
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        size_t n = strlen(path);
+        char fmt[32];
+        if (vals[i] == NULL)
+            continue;
+        snprintf(fmt, sizeof(fmt), "&%s=%%s", names[i]);
+        if (cli_path(tmp, sizeof(tmp), fmt, vals[i]) != RC_OK || n + strlen(tmp) >= sizeof(path)) {
+            fprintf(err, "trainyard: a filter value is too long\n");
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(path + n, tmp, strlen(tmp) + 1);
+    }
+    if ((code = get(c, path, "cannot read the queue", resp, status, report, err)) != CLI_EXIT_OK)
+        return code;
+    if (!json_is_array(json_object_get(*resp, "jobs"))) {
+        fprintf(err, "trainyard: the server's reply is not a queue forecast\n");
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* How often --all starts again when the forecast is refreshed while it reads:
+ * the leader stores one at most every forecast_interval_ms (1 s by default);
+ * reading 10,000 jobs took 1.1 s (bench/RESULTS.md, "Queue pages"), so a
+ * queue that long can use every try up. */
+#define QUEUE_ALL_TRIES 5
+
+static int is_forecast_changed(long status, const json_t *resp)
+{
+    const char *code = json_string_value(json_object_get(json_object_get(resp, "error"), "code"));
+    return status == 409 && code != NULL && strcmp(code, "forecast_changed") == 0;
+}
+
+/*
+ * Every page of one forecast as one answer in *all: the first page's, with
+ * the later pages' jobs appended and next_cursor null. A next page refused
+ * with 409 forecast_changed (the leader stored a new forecast meanwhile)
+ * starts again from the first page, QUEUE_ALL_TRIES times at most.
+ */
+static int get_all(struct cli_client *c, const struct queue_opts *o, json_t **all, FILE *err)
+{
+    int code = CLI_EXIT_FAIL;
+
+    *all = NULL;
+    for (int tries = 1; tries <= QUEUE_ALL_TRIES; tries++) {
+        json_t *page = NULL;
+        const char *next;
+        char cursor[96];
+        long status = 0;
+
+        if ((code = get_page(c, o, 500, NULL, all, &status, 1, err)) != CLI_EXIT_OK)
+            return code;
+        while (code == CLI_EXIT_OK &&
+               (next = json_string_value(json_object_get(page ? page : *all, "next_cursor"))) !=
+                   NULL) {
+            snprintf(cursor, sizeof(cursor), "%s", next);
+            json_decref(page);
+            code = get_page(c, o, 500, cursor, &page, &status, 0, err);
+            if (code == CLI_EXIT_OK && json_array_extend(json_object_get(*all, "jobs"),
+                                                         json_object_get(page, "jobs")) != 0)
+                code = CLI_EXIT_FAIL;
+        }
+        if (code == CLI_EXIT_OK) {
+            json_decref(page);
+            return json_object_set_new(*all, "next_cursor", json_null()) == 0 ? CLI_EXIT_OK
+                                                                              : CLI_EXIT_FAIL;
+        }
+        json_decref(*all);
+        *all = NULL;
+        if (!is_forecast_changed(status, page) || tries == QUEUE_ALL_TRIES) {
+            if (status != 0)
+                cli_print_api_error(err, "cannot read the queue", status, page);
+            json_decref(page);
+            return code;
+        }
+        json_decref(page);
+    }
+    return code;
+}
+
 int cli_cmd_queue(int argc, char **argv, FILE *out, FILE *err)
 {
-    struct cli_templates_opts o; /* the same options: --json, --server */
+    struct queue_opts o;
     struct cli_client *c = NULL;
     json_t *resp = NULL;
     long status = 0;
     int code = CLI_EXIT_USAGE, p;
 
-    if ((p = cli_templates_parse(argc, argv, &o, err)) != 0) {
+    if ((p = queue_parse(argc, argv, &o, err)) != 0) {
         if (p == 1) {
-            fprintf(out, "usage: trainyard queue [--json] [--server URL]\n"
-                         "The queued jobs you may see, in scheduling order, with the estimated\n"
-                         "start, the predicted run time and why each waits (the scheduler's\n"
-                         "latest forecast). --json prints GET /api/v1/queue as it came.\n"
-                         "The server and token: --server, $TRAINYARD_URL and $TRAINYARD_TOKEN,\n"
-                         "else the stored login (trainyard login). Exit status as every command:\n"
-                         "trainyard help.\n");
+            queue_usage(out);
             return CLI_EXIT_OK;
         }
         fprintf(err, "'trainyard queue --help' describes the options\n");
         return CLI_EXIT_USAGE;
     }
-    if ((code = cli_connect(o.server, &c, err)) != CLI_EXIT_OK)
+    if ((code = cli_connect(o.co.server, &c, err)) != CLI_EXIT_OK)
         goto out;
-    if ((code = get(c, "/api/v1/queue", "cannot read the queue", &resp, &status, err)) != 0)
+    code = o.all ? get_all(c, &o, &resp, err)
+                 : get_page(c, &o, o.limit, o.cursor, &resp, &status, 1, err);
+    if (code != CLI_EXIT_OK)
         goto out;
-    if (!json_is_array(json_object_get(resp, "jobs"))) {
-        fprintf(err, "trainyard: the server's reply is not a queue forecast\n");
-        code = CLI_EXIT_FAIL;
-        goto out;
-    }
-    if (o.json)
+    if (o.co.json) {
         code = dump(out, resp);
-    else
+    } else {
+        const char *next = json_string_value(json_object_get(resp, "next_cursor"));
         print_queue(out, resp);
+        if (next != NULL)
+            fprintf(out, "%zu of %lld shown; the next page: --cursor %s (or --all)\n",
+                    json_array_size(json_object_get(resp, "jobs")),
+                    (long long)json_integer_value(json_object_get(resp, "total")), next);
+    }
 out:
     json_decref(resp);
     cli_client_free(c);

@@ -14,6 +14,9 @@
  * queue (a gap is someone else's job), and the job in the way
  * (reason.params.other_job_id) only when they may see it, else null.
  */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,24 +40,115 @@
  * that among equals it is the newest, as a job submitted now would be. */
 #define WHATIF_JOB_ID (INT64_MAX / 2)
 
+/* GET /queue's page size: default and largest, as the job list's. */
+#define QUEUE_PAGE_DEFAULT 50
+#define QUEUE_PAGE_MAX 500
+
 static int64_t member_scope(const struct srv_req *req)
 {
     return req->who.role == SRV_ROLE_MEMBER ? req->who.user_id : 0;
 }
 
-enum rc api_queue_get(struct srv_req *req)
+/*
+ * The queue's cursor: "GEN.POS", the forecast's time (ms) and the stored
+ * position of the page's last entry. Both numbers, so that a next page is
+ * read from the forecast the first one came from or not at all (a refresh
+ * between two pages answers 409 forecast_changed).
+ */
+static bool parse_cursor(const char *s, int64_t *gen_ms, int64_t *pos)
 {
-    json_t *gen = NULL, *jobs = NULL, *running = NULL;
-    enum rc rc;
+    char *end = NULL;
+    long long g, p;
 
-    if (srv_db(req) == NULL)
-        return RC_EUNAVAIL;
-    rc = db_forecast_read(req->db, member_scope(req), 0, &gen, &jobs, &running, req->req_id);
+    if (s == NULL || strlen(s) > 40 || *s < '1' || *s > '9')
+        return false;
+    errno = 0;
+    g = strtoll(s, &end, 10);
+    if (errno != 0 || g <= 0 || *end != '.' || end[1] < '0' || end[1] > '9')
+        return false;
+    p = strtoll(end + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || p < 0 || p > INT32_MAX)
+        return false;
+    *gen_ms = g;
+    *pos = p;
+    return true;
+}
+
+/* The queue's filters and page from the query string into q; a 400 naming
+ * the parameter when one is bad. */
+static enum rc queue_query(struct srv_req *req, struct db_forecast_query *q)
+{
+    const char *cursor = srv_query(req, "cursor"), *mine = srv_query(req, "mine");
+    enum rc rc = api_limit(req, QUEUE_PAGE_DEFAULT, QUEUE_PAGE_MAX, &q->limit);
+
     if (rc != RC_OK)
         return rc;
-    return srv_reply(
-        req, 200,
-        json_pack("{s:o,s:o,s:o}", "generated_at", gen, "jobs", jobs, "running", running));
+    if (cursor != NULL && *cursor != '\0' &&
+        !parse_cursor(cursor, &q->after_gen_ms, &q->after_pos)) {
+        srv_fail(req, RC_EINVAL, "cursor", "cursor is not one this server issued");
+        err_detail(&req->err, "got \"%.48s\"", cursor);
+        return RC_EINVAL;
+    }
+    q->team = srv_query(req, "team");
+    q->user = srv_query(req, "user");
+    if ((q->team && strlen(q->team) > 64) || (q->user && strlen(q->user) > 64))
+        return srv_fail(req, RC_EINVAL, q->team && strlen(q->team) > 64 ? "team" : "user",
+                        "filter value is too long");
+    if (mine != NULL && strcmp(mine, "0") != 0 && strcmp(mine, "1") != 0) {
+        srv_fail(req, RC_EINVAL, "mine", "mine must be 0 or 1");
+        err_detail(&req->err, "got \"%.32s\"", mine);
+        return RC_EINVAL;
+    }
+    if (mine != NULL && strcmp(mine, "1") == 0) {
+        if (q->user != NULL)
+            return srv_fail(req, RC_EINVAL, "mine", "give mine=1 or user, not both");
+        q->user_id = req->who.user_id;
+    }
+    q->member_of = member_scope(req);
+    /* The running jobs' ends come with the first page only: they are one
+     * list, not paged, and a client paging on has them already. */
+    q->with_running = q->after_gen_ms == 0;
+    return RC_OK;
+}
+
+enum rc api_queue_get(struct srv_req *req)
+{
+    struct db_forecast_query q = {0};
+    struct db_forecast_page page = {0};
+    json_t *out = NULL, *next = NULL;
+    enum rc rc;
+
+    page.next_pos = -1;
+    if ((rc = queue_query(req, &q)) != RC_OK)
+        goto out;
+    if (srv_db(req) == NULL) {
+        rc = RC_EUNAVAIL;
+        goto out;
+    }
+    if ((rc = db_forecast_page(req->db, &q, &page, req->req_id)) != RC_OK)
+        goto out;
+    if (page.changed) {
+        srv_fail(req, RC_ECONFLICT, "cursor",
+                 "the forecast was refreshed after this cursor's page; start again from the first "
+                 "page");
+        err_code(&req->err, "forecast_changed");
+        rc = srv_fail_params(req, RC_ECONFLICT, json_pack("{s:O}", "generated_at", page.generated));
+        goto out;
+    }
+    next = page.next_pos >= 0
+               ? json_sprintf("%lld.%lld", (long long)page.generated_ms, (long long)page.next_pos)
+               : json_null();
+    out = json_pack("{s:O,s:O,s:I,s:o}", "generated_at", page.generated, "jobs", page.jobs, "total",
+                    (json_int_t)page.total, "next_cursor", next);
+    next = NULL; /* the pack took it, or failed and freed it */
+    if (out != NULL && page.running != NULL && json_object_set(out, "running", page.running) != 0) {
+        json_decref(out);
+        out = NULL;
+    }
+    rc = out ? srv_reply(req, 200, out) : RC_ENOMEM;
+out:
+    db_forecast_page_cleanup(&page);
+    return rc;
 }
 
 enum rc api_job_forecast(struct srv_req *req)
@@ -62,7 +156,9 @@ enum rc api_job_forecast(struct srv_req *req)
     int64_t id, team_id;
     int member = 1;
     char state[16];
-    json_t *gen = NULL, *jobs = NULL, *entry;
+    struct db_forecast_query q = {0};
+    struct db_forecast_page page = {0};
+    json_t *entry;
     enum rc rc = api_param_id(req, 0, &id, "job");
 
     if (rc != RC_OK)
@@ -81,14 +177,15 @@ enum rc api_job_forecast(struct srv_req *req)
         err_code(&req->err, "not_queued");
         return srv_fail_params(req, RC_ECONFLICT, json_pack("{s:s}", "state", state));
     }
-    rc = db_forecast_read(req->db, member_scope(req), id, &gen, &jobs, NULL, req->req_id);
+    q.member_of = member_scope(req);
+    q.job_id = id;
+    rc = db_forecast_page(req->db, &q, &page, req->req_id);
     if (rc != RC_OK)
         return rc;
-    entry = json_array_get(jobs, 0);
+    entry = json_array_get(page.jobs, 0);
     if (entry == NULL) {
         /* Submitted (or put back) after the leader's latest forecast. */
-        json_decref(gen);
-        json_decref(jobs);
+        db_forecast_page_cleanup(&page);
         srv_fail(req, RC_ECONFLICT, "",
                  "the job has no forecast yet: it was queued after the latest one; ask again in "
                  "a moment");
@@ -96,11 +193,12 @@ enum rc api_job_forecast(struct srv_req *req)
         return srv_fail_params(req, RC_ECONFLICT, json_pack("{s:s}", "state", state));
     }
     json_incref(entry);
-    json_decref(jobs);
-    if (json_object_set_new(entry, "generated_at", gen) != 0) {
+    if (json_object_set(entry, "generated_at", page.generated) != 0) {
         json_decref(entry);
+        db_forecast_page_cleanup(&page);
         return RC_ENOMEM;
     }
+    db_forecast_page_cleanup(&page);
     return srv_reply(req, 200, entry);
 }
 

@@ -88,14 +88,12 @@ enum rc api_param_id(struct srv_req *req, int i, int64_t *out, const char *what)
     return RC_OK;
 }
 
-enum rc api_page(struct srv_req *req, int def, int max, int *limit, char *cursor_out,
-                 size_t cursor_size)
+enum rc api_limit(struct srv_req *req, int def, int max, int *limit)
 {
-    const char *l = srv_query(req, "limit"), *c = srv_query(req, "cursor");
+    const char *l = srv_query(req, "limit");
     int64_t v;
 
     *limit = def;
-    cursor_out[0] = '\0';
     if (l != NULL) {
         if (!parse_pos_id(l, &v) || v > max) {
             srv_fail(req, RC_EINVAL, "limit", "limit must be an integer from 1 to %d", max);
@@ -104,6 +102,19 @@ enum rc api_page(struct srv_req *req, int def, int max, int *limit, char *cursor
         }
         *limit = (int)v;
     }
+    return RC_OK;
+}
+
+enum rc api_page(struct srv_req *req, int def, int max, int *limit, char *cursor_out,
+                 size_t cursor_size)
+{
+    const char *c = srv_query(req, "cursor");
+    int64_t v;
+    enum rc rc = api_limit(req, def, max, limit);
+
+    cursor_out[0] = '\0';
+    if (rc != RC_OK)
+        return rc;
     if (c != NULL && *c != '\0') {
         if (!parse_pos_id(c, &v))
             return srv_fail(req, RC_EINVAL, "cursor", "cursor is not one this server issued");

@@ -33,8 +33,11 @@ enum rc api_opt_int(struct srv_req *req, const char *key, int64_t lo, int64_t hi
 /* Route capture i as a positive id; RC_ENOTFOUND when not one. */
 enum rc api_param_id(struct srv_req *req, int i, int64_t *out, const char *what) TY_WUR;
 
+/* ?limit= (default def, 1..max): a 400 invalid_argument (field "limit") otherwise. */
+enum rc api_limit(struct srv_req *req, int def, int max, int *limit) TY_WUR;
+
 /*
- * ?limit= (default def, 1..max) and ?cursor= (a positive id or absent;
+ * ?limit= as api_limit() and ?cursor= (a positive id or absent;
  * cursor_out is "" when absent).
  */
 enum rc api_page(struct srv_req *req, int def, int max, int *limit, char *cursor_out,

@@ -99,7 +99,10 @@ void srv_config_defaults(struct srv_config *cfg)
     snprintf(cfg->listen, sizeof(cfg->listen), "0.0.0.0:8080");
     snprintf(cfg->data_dir, sizeof(cfg->data_dir), "var/server");
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
-    snprintf(cfg->sched_policy, sizeof(cfg->sched_policy), "trainyard");
+    /* Shortest predicted first inside a team, with aging: the best average
+     * and p99 JCT of the trainyard variants on both traces (bench/RESULTS.md,
+     * "The default order inside a team"); "trainyard" keeps submit order. */
+    snprintf(cfg->sched_policy, sizeof(cfg->sched_policy), "trainyard-qspf");
     snprintf(cfg->storage_root, sizeof(cfg->storage_root), "/var/lib/trainyard");
     cfg->http_threads = 8;
     cfg->db_pool_size = 16;

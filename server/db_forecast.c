@@ -295,67 +295,123 @@ out:
     "($1::bigint = 0 OR " t " IN (SELECT m.team_id FROM memberships m WHERE m.user_id = "          \
     "$1::bigint))"
 
-/* The still-queued forecast rows with their places now (jobs placed or
- * cancelled since the forecast drop out, the rest close up). */
-#define READ_QUEUED                                                                                \
-    "WITH q AS (SELECT f.*, (row_number() OVER (ORDER BY f.position, f.job_id) - 1)::int AS pos "  \
-    "FROM queue_forecast f JOIN jobs j ON j.id = f.job_id WHERE f.kind = 'queued' AND j.state IN " \
-    "('QUEUED', 'RESTARTING') AND NOT j.cancel_requested) "
+/* The query's filters on a job's team column t and user column u: $3 team
+ * name, $4 username, $5 user id (NULL, NULL, 0 = none). An unknown name
+ * matches nothing, as in the job list. */
+#define FILTERS(t, u)                                                                              \
+    "($3::text IS NULL OR " t " = (SELECT ft.id FROM teams ft WHERE ft.name = $3::text)) AND "     \
+    "($4::text IS NULL OR " u " = (SELECT fu.id FROM users fu WHERE fu.username = $4::text)) AND " \
+    "($5::bigint = 0 OR " u " = $5::bigint)"
 
-#define READ_JOBS                                                                                  \
-    "(SELECT coalesce(json_agg(" ENTRY_JSON " ORDER BY q.pos), '[]'::json) FROM q JOIN jobs j ON " \
-    "j.id = q.job_id JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id "           \
-    "WHERE " VISIBLE("j.team_id") " AND ($2::bigint = 0 OR j.id = $2::bigint))"
+/*
+ * meta: the stored forecast's time; fresh: whether the cursor's forecast
+ * ($6 its time in ms, 0 = a first page) is the stored one. q: the
+ * still-queued forecast rows with their places now (jobs placed or
+ * cancelled since the forecast drop out, the rest close up), none when not
+ * fresh; v: those the caller may see and asked for; p: the page, the
+ * entries after stored position $7, one more than $8 (NULL = all) to tell
+ * whether more follow.
+ */
+#define PAGE_CTES                                                                                  \
+    "WITH meta AS (SELECT generated_at, (extract(epoch FROM generated_at) * 1000)::bigint AS "     \
+    "gen_ms FROM queue_forecast_meta), fresh AS (SELECT $6::bigint = 0 OR EXISTS (SELECT 1 FROM "  \
+    "meta WHERE gen_ms = $6::bigint) AS ok), q AS (SELECT f.*, j.team_id, j.user_id, "             \
+    "(row_number() OVER (ORDER BY f.position, f.job_id) - 1)::int AS pos FROM queue_forecast f "   \
+    "JOIN jobs j ON j.id = f.job_id WHERE f.kind = 'queued' AND j.state IN ('QUEUED', "            \
+    "'RESTARTING') AND NOT j.cancel_requested AND (SELECT ok FROM fresh)), v AS (SELECT q.* FROM " \
+    "q WHERE " VISIBLE("q.team_id") " AND ($2::bigint = 0 OR q.job_id = $2::bigint) AND " FILTERS( \
+        "q.team_id", "q.user_id") "), p AS (SELECT v.* FROM v WHERE ($6::bigint = 0 OR "           \
+                                  "v.position > $7::bigint) ORDER BY v.position LIMIT $8::int + "  \
+                                  "1) "
 
-#define READ_RUNNING                                                                               \
-    "(SELECT coalesce(json_agg(json_build_object('id', f.job_id::text, 'expected_end', " ISO_MS(   \
+#define PAGE_JOBS                                                                                  \
+    "(SELECT coalesce(json_agg(" ENTRY_JSON " ORDER BY q.position), '[]'::json) FROM (SELECT * "   \
+    "FROM p ORDER BY p.position LIMIT $8::int) q JOIN jobs j ON j.id = q.job_id JOIN teams t ON "  \
+    "t.id = j.team_id JOIN users u ON u.id = j.user_id)"
+
+/* The stored position of the page's last entry when more follow, else NULL. */
+#define PAGE_NEXT                                                                                  \
+    "(SELECT CASE WHEN (SELECT count(*) FROM p) > $8::int THEN (SELECT p.position FROM p ORDER "   \
+    "BY p.position OFFSET $8::int - 1 LIMIT 1) END)"
+
+#define PAGE_RUNNING                                                                               \
+    "(SELECT CASE WHEN $9::bool AND (SELECT ok FROM fresh) THEN (SELECT "                          \
+    "coalesce(json_agg(json_build_object('id', f.job_id::text, 'expected_end', " ISO_MS(           \
         "f.end_at") ", 'prediction', json_build_object('run_s', CASE WHEN f.run_ms > 0 THEN "      \
                     "(f.run_ms / 1000.0)::float8 END, 'source', f.source)) ORDER BY f.job_id), "   \
                     "'[]'::json) FROM queue_forecast f JOIN jobs j ON j.id = f.job_id WHERE "      \
-                    "f.kind = 'running' AND " VISIBLE("j.team_id") " AND ($2::bigint = 0 OR "      \
-                                                                   "f.job_id = $2::bigint))"
+                    "f.kind = 'running' AND " VISIBLE(                                             \
+                        "j.team_id") " AND ($2::bigint = 0 OR "                                    \
+                                     "f.job_id = $2::bigint) AND " FILTERS("j.team_id",            \
+                                                                           "j.user_id") ") END)"
 
-#define READ_SQL                                                                                   \
-    READ_QUEUED "SELECT (SELECT " ISO_MS("generated_at") " FROM queue_forecast_meta) AS "          \
-                                                         "generated_at, " READ_JOBS                \
-                                                         " AS jobs, " READ_RUNNING " AS running"
+#define PAGE_SQL                                                                                   \
+    PAGE_CTES "SELECT (SELECT " ISO_MS("generated_at") " FROM meta) AS generated_at, (SELECT "     \
+                                                       "gen_ms FROM meta) AS gen_ms, (SELECT ok "  \
+                                                       "FROM fresh) AS fresh, (SELECT count(*) "   \
+                                                       "FROM v) AS total, " PAGE_JOBS              \
+                                                       " AS jobs, " PAGE_NEXT                      \
+                                                       " AS next_pos, " PAGE_RUNNING " AS running"
 
-enum rc db_forecast_read(PGconn *c, int64_t member_of, int64_t job_id, json_t **generated,
-                         json_t **jobs, json_t **running, const char *req_id)
+void db_forecast_page_cleanup(struct db_forecast_page *page)
 {
-    char m[24], id[24];
-    const char *p[] = {db_i64(member_of, m, sizeof(m)), db_i64(job_id, id, sizeof(id))};
-    json_t *meta = NULL, *rows = NULL, *run = NULL;
+    if (page == NULL)
+        return;
+    json_decref(page->generated);
+    json_decref(page->jobs);
+    json_decref(page->running);
+    memset(page, 0, sizeof(*page));
+    page->next_pos = -1;
+}
+
+enum rc db_forecast_page(PGconn *c, const struct db_forecast_query *q,
+                         struct db_forecast_page *page, const char *req_id)
+{
+    char m[24], id[24], uid[24], gen[24], pos[24], lim[24];
+    const char *p[] = {db_i64(q->member_of, m, sizeof(m)),
+                       db_i64(q->job_id, id, sizeof(id)),
+                       q->team,
+                       q->user,
+                       db_i64(q->user_id, uid, sizeof(uid)),
+                       db_i64(q->after_gen_ms > 0 ? q->after_gen_ms : 0, gen, sizeof(gen)),
+                       db_i64(q->after_pos, pos, sizeof(pos)),
+                       q->limit > 0 ? db_i64(q->limit, lim, sizeof(lim)) : NULL,
+                       q->with_running ? "true" : "false"};
+    json_t *row = NULL, *v;
     enum rc rc;
 
-    *generated = NULL;
-    *jobs = NULL;
-    if (running != NULL)
-        *running = NULL;
-    /* One statement, so meta and rows come from one snapshot of the tables
-     * (the leader replaces both in one transaction). */
-    rc = db_query_json(c, READ_SQL, 2, p, 1, &meta, req_id);
+    memset(page, 0, sizeof(*page));
+    page->next_pos = -1;
+    rc = db_query_json(c, PAGE_SQL, 9, p, 1, &row, req_id);
     if (rc != RC_OK)
         return rc;
-    rows = json_incref(json_object_get(meta, "jobs"));
-    run = json_incref(json_object_get(meta, "running"));
-    *generated = json_incref(json_object_get(meta, "generated_at"));
-    if (*generated == NULL)
-        *generated = json_null();
-    json_decref(meta);
-    if (!json_is_array(rows) || !json_is_array(run)) {
-        json_decref(rows);
-        json_decref(run);
-        json_decref(*generated);
-        *generated = NULL;
-        return RC_EINTERNAL;
+    rc = RC_EINTERNAL;
+    page->generated = json_incref(json_object_get(row, "generated_at"));
+    if (page->generated == NULL)
+        page->generated = json_null();
+    page->generated_ms = json_integer_value(json_object_get(row, "gen_ms"));
+    page->changed = !json_is_true(json_object_get(row, "fresh"));
+    if (page->changed) {
+        rc = RC_OK;
+        goto out;
     }
-    *jobs = rows;
-    if (running != NULL)
-        *running = run;
-    else
-        json_decref(run);
-    return RC_OK;
+    page->total = json_integer_value(json_object_get(row, "total"));
+    v = json_object_get(row, "next_pos");
+    page->next_pos = json_is_integer(v) ? json_integer_value(v) : -1;
+    page->jobs = json_incref(json_object_get(row, "jobs"));
+    if (!json_is_array(page->jobs))
+        goto out;
+    if (q->with_running) {
+        page->running = json_incref(json_object_get(row, "running"));
+        if (!json_is_array(page->running))
+            goto out;
+    }
+    rc = RC_OK;
+out:
+    json_decref(row);
+    if (rc != RC_OK)
+        db_forecast_page_cleanup(page);
+    return rc;
 }
 
 enum rc db_forecast_predictions(PGconn *c, const int64_t *ids, size_t n, int64_t *run_ms,

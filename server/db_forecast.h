@@ -100,17 +100,48 @@ struct db_forecast_meta {
 enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n,
                           const struct db_forecast_meta *meta) TY_WUR;
 
+/* What db_forecast_page() reads; caller storage, zero it (= {0}) first. */
+struct db_forecast_query {
+    int64_t member_of;    /* > 0: only the jobs of that user's teams (positions stay those of
+                             the whole queue); other_job_id of a job they cannot see is null */
+    int64_t job_id;       /* > 0: only that job */
+    const char *team;     /* borrowed; NULL or a team name: only its jobs */
+    const char *user;     /* borrowed; NULL or a username: only that user's jobs */
+    int64_t user_id;      /* > 0: only that user's jobs (mine=1) */
+    int64_t after_gen_ms; /* > 0: a next page, of the forecast generated then (ms) */
+    int64_t after_pos;    /* with after_gen_ms: the stored position the last page ended at */
+    int limit;            /* entries at most; 0 = all */
+    bool with_running;    /* fill page->running */
+};
+
+/* One page of the stored forecast; caller storage, db_forecast_page_cleanup(). */
+struct db_forecast_page {
+    json_t *generated;    /* owned: generated_at (ISO 8601), or null before the first forecast */
+    int64_t generated_ms; /* 0 before the first forecast */
+    json_t *jobs;         /* owned array: the API's entries (docs/queue.md) in scheduling order */
+    json_t *running;      /* owned array of the running jobs' expected ends; NULL unless asked */
+    int64_t total;        /* queued entries that match the query's filters, on all pages */
+    int64_t next_pos;     /* more follow: the stored position of the last entry; else -1 */
+    bool changed;         /* after_gen_ms is not the stored forecast (replaced since, or none
+                             yet): generated and generated_ms are filled, nothing else */
+};
+
 /*
- * The stored forecast of the queued jobs still queued, in scheduling order,
- * as the API's entries (docs/queue.md) in *jobs (new array), and its
- * generated_at (ISO 8601, or null before the first forecast) in *generated
- * (new). member_of > 0: only the jobs of that user's teams (positions stay
- * those of the whole queue); other_job_id of a job the user cannot see is
- * null. job_id > 0: only that job. Their running jobs' expected ends go in
- * *running (new array; may be NULL when not wanted).
+ * The stored forecast of the queued jobs still queued (a job placed or
+ * cancelled since drops out, the positions after it close up), in
+ * scheduling order, filtered as q says, into *page. Keyset paging on the
+ * stored position: a next page (q->after_gen_ms) of the same forecast holds
+ * exactly the matching entries after the previous one's, whatever moved in
+ * the jobs table meanwhile; of a forecast replaced since, nothing
+ * (page->changed). One statement, so all of it comes from one snapshot of
+ * the tables (the leader replaces them in one transaction). RC_OK (page
+ * filled) or a database rc (page empty).
  */
-enum rc db_forecast_read(PGconn *c, int64_t member_of, int64_t job_id, json_t **generated,
-                         json_t **jobs, json_t **running, const char *req_id) TY_WUR;
+enum rc db_forecast_page(PGconn *c, const struct db_forecast_query *q,
+                         struct db_forecast_page *page, const char *req_id) TY_WUR;
+
+/* Free what page owns; NULL is a no-op. */
+void db_forecast_page_cleanup(struct db_forecast_page *page);
 
 /*
  * The stored predictions, for a what-if on any replica: for each queued job

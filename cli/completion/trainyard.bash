@@ -46,7 +46,8 @@ _trainyard() {
         ls) opts="--state --team --user --limit --cursor $common" ;;
         show|cancel) opts="$common"; [ "$cmd" = cancel ] && opts="--reason $opts" ;;
         logs) opts="-f --follow --rank --attempt --stream $common" ;;
-        nodes|drain|undrain|templates|queue) opts="$common" ;;
+        queue) opts="--team --user --mine --limit --cursor --all $common" ;;
+        nodes|drain|undrain|templates) opts="$common" ;;
         advisor) opts="$common"
                  if [[ $cur != -* ]]; then
                      mapfile -t COMPREPLY < <(compgen -f -- "$cur")

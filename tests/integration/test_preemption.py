@@ -1,7 +1,12 @@
 """Quota preemption end to end on a real worker: a team under its quota takes
 back GPUs another team borrowed. The borrower's ranks are stopped on the
 node (no process left), its job goes back to the queue without using up a
-restart, the owner's job runs, and the borrower runs again once GPUs free."""
+restart, the owner's job runs, and the borrower runs again once GPUs free.
+
+Under the server's default policy (trainyard-qspf: teams under quota
+first, then shortest predicted first) and again under trainyard (fair
+share, submit order inside a team): quota preemption must not depend on
+the order."""
 import os
 import shutil
 import sys
@@ -27,11 +32,15 @@ def exactly(n, exclude=frozenset()):
 
 
 class PreemptionTest(ServerTest):
+    policy = None  # the server's default
+    expect_policy = "trainyard-qspf"
+
     @classmethod
     def setUpClass(cls):
         cls.shared = tempfile.mkdtemp(prefix="ty-preempt-")
         os.chmod(cls.shared, 0o755)
-        cls.server_args = ("--storage-root", cls.shared, "--sched-interval-ms", "200")
+        cls.server_args = ("--storage-root", cls.shared, "--sched-interval-ms", "200") + (
+            ("--sched-policy", cls.policy) if cls.policy else ())
         super().setUpClass()
 
     @classmethod
@@ -43,6 +52,8 @@ class PreemptionTest(ServerTest):
         return self.admin.get("/api/v1/jobs/" + job_id)[1]
 
     def test_owner_takes_back_borrowed_gpus(self):
+        wait_for(lambda: "policy=%s\n" % self.expect_policy in self.server.log_text(),
+                 timeout=30, what="the server to lead under %s" % self.expect_policy)
         self.make_team("borrower", quota=0)
         self.make_team("owner", quota=2)
         st, tok, _ = self.admin.post("/api/v1/nodes/join-tokens", {"uses": 1})
@@ -95,6 +106,10 @@ class PreemptionTest(ServerTest):
         st, v, _ = self.admin.get("/api/v1/audit/verify")
         self.assertEqual(st, 200, v)
         self.assertTrue(v["valid"], v)
+
+
+class PreemptionSubmitOrderTest(PreemptionTest):
+    policy = expect_policy = "trainyard"
 
 
 if __name__ == "__main__":

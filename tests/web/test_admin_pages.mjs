@@ -10,7 +10,8 @@
 // reason in words. A refused form shows the error by its code in the page's
 // language with the field marked, never the server's English. An admin
 // raises a waiting job's priority from the queue page's select and the API
-// shows it.
+// shows it. A queue of more than a page shows the first 50 and the count,
+// and "load more" adds the next page in the forecast's order.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -141,4 +142,42 @@ test('the admin pages in both languages and both widths', { timeout: 840_000 }, 
   await need(page, '#admin-sites tr[data-key] >> text=plant-k');
   assert.equal(await page.getAttribute('#s-name', 'aria-invalid'), null, 'the mark stays after the fix');
   assert.deepEqual(page.problems, []);
+  await page.context().close();
+
+  // A queue longer than a page: the first 50 in the forecast's order, the
+  // count of all, "load more" adds the rest and then hides.
+  {
+    for (let i = 0; i < 60; i++)
+      await admin.call('POST', '/jobs', { name: 'more-' + i, team: 'default', command: ['/bin/true'], resources: { gpus: 1 }, max_restarts: 0 });
+    const all = async () => {
+      let jobs = [], r = null, cursor;
+      do {
+        r = await admin.call('GET', '/queue?limit=500' + (cursor ? '&cursor=' + cursor : ''));
+        jobs = jobs.concat(r.jobs);
+        cursor = r.next_cursor;
+      } while (cursor);
+      return { ids: jobs.map((j) => j.id), total: r.total };
+    };
+    const q = await waitFor('all 62 waiting jobs in the forecast', 60_000, async () => { const a = await all(); return a.total === 62 && a; }, 500);
+    const p2 = await newPage(s, { lang: 'en' });
+    await signIn(p2, s.base, 'admin', s.password);
+    await open(p2, '#/queue');
+    const rows = () => p2.$$eval('tbody tr[data-key]', (trs) => trs.map((tr) => tr.dataset.key));
+    await waitFor('the first page', 30_000, async () => (await rows()).length === 50, 250);
+    assert.deepEqual(await rows(), q.ids.slice(0, 50), 'the first page in the scheduling order');
+    assert.equal(await p2.innerText('#queue-count'), `50 of ${q.total} queued jobs`);
+    assert.ok(await p2.isVisible('#queue-more'), 'load more is offered');
+    await p2.click('#queue-more');
+    await waitFor('the second page', 30_000, async () => (await rows()).length === 62, 250);
+    assert.deepEqual(await rows(), (await all()).ids, 'both pages in the scheduling order');
+    assert.equal(await p2.innerText('#queue-count'), '62 of 62 queued jobs');
+    assert.ok(!(await p2.isVisible('#queue-more')), 'nothing more to load');
+    // A poll (a newer forecast's time) keeps the rows loaded.
+    const stamp = () => p2.innerText('.page-head .muted.small');
+    const seen = await stamp();
+    await waitFor('a poll to redraw the forecast time', 30_000, async () => (await stamp()) !== seen, 250);
+    assert.equal((await rows()).length, 62, 'a poll dropped the second page');
+    assert.deepEqual(p2.problems, [], 'the queue pages: the browser reported errors');
+    await p2.context().close();
+  }
 });

@@ -4,13 +4,23 @@
 // lists the queued jobs from GET /api/v1/jobs?state=QUEUED, oldest first,
 // and says that no estimate is available instead of making one up.
 //
+// Paged as the job list is: the first PAGE jobs, "load more" for the next
+// page by cursor, and each poll re-reads every row loaded so far (up to
+// MAX_REFRESH) from the first page, so the rows shown are one forecast. A
+// next page of a forecast the leader has replaced since is a 409
+// forecast_changed: the rows are then read again from the first page.
+//
 // Admins change a waiting job's priority from a labelled select in its row
 // (PATCH /api/v1/jobs/{id}); the queue is fetched again at once. Members see
 // the priority as text.
 import { api, get, qs } from '../api.js';
 import { h, replace, fmtTime } from '../dom.js';
-import { t, fmtDuration } from '../i18n.js';
+import { t, fmtDuration, fmtNum } from '../i18n.js';
 import { showError, liveTable, badge, tOr } from './admin_kit.js';
+
+const PAGE = 50; // the API's default page
+const MAX_REFRESH = 1000; // rows re-read by one poll
+const TRIES = 3; // reads from the first page when the forecast changes meanwhile
 
 const REASON_TONE = { none: 'ok', gpus: 'warn', quota: 'warn', priority: 'info', reserved: 'info', site_too_small: 'bad', draining: 'warn' };
 
@@ -89,14 +99,43 @@ export function render(main, ctx) {
     },
   });
 
+  // Up to want jobs of one forecast, from the first page: {jobs, r (the
+  // last answer), next}. A refresh between two pages reads again.
+  async function readForecast(want) {
+    for (let tries = 1; ; tries++) {
+      let jobs = [], r = null, cursor = null;
+      try {
+        do {
+          r = await get('/queue' + qs({ limit: Math.min(500, want - jobs.length), cursor }));
+          jobs = jobs.concat(r.jobs || []);
+          cursor = r.next_cursor || null;
+        } while (cursor && jobs.length < want);
+        return { jobs, r, next: cursor };
+      } catch (e) {
+        if (e.code !== 'forecast_changed' || tries >= TRIES) throw e;
+      }
+    }
+  }
+
+  let loaded = [], next = null, total = 0;
+  const more = h('button', { type: 'button', id: 'queue-more', hidden: true }, t('queue.more'));
+  const count = h('span', { class: 'muted small', id: 'queue-count' });
+  function draw() {
+    tb.update(loaded);
+    more.hidden = !forecast || !next;
+    replace(count, forecast && total > 0 ? t('queue.count', { shown: fmtNum(loaded.length), total: fmtNum(total) }) : '');
+  }
+
   async function refresh() {
-    let jobs;
     try {
       if (forecast) {
         try {
-          const r = await get('/queue');
-          jobs = r.jobs || [];
-          replace(stamp, t('queue.generated', { time: fmtTime(r.generated_at) }));
+          const got = await readForecast(Math.min(MAX_REFRESH, Math.max(PAGE, loaded.length)));
+          if (ctx.left) return;
+          loaded = got.jobs;
+          next = got.next;
+          total = got.r.total ?? loaded.length;
+          replace(stamp, t('queue.generated', { time: fmtTime(got.r.generated_at) }));
         } catch (e) {
           if (e.status !== 404) throw e;
           forecast = hasForecast = false;
@@ -104,17 +143,47 @@ export function render(main, ctx) {
       }
       if (!forecast) {
         const r = await get('/jobs' + qs({ state: 'QUEUED', limit: 500 }));
-        jobs = (r.jobs || []).slice().sort((a, b) => Number(a.id) - Number(b.id));
+        if (ctx.left) return;
+        loaded = (r.jobs || []).slice().sort((a, b) => Number(a.id) - Number(b.id));
+        next = null;
         replace(note, t('queue.no_forecast'));
         replace(stamp, t('common.updated', { time: fmtTime(new Date().toISOString()) }));
       }
-      tb.update(jobs);
+      draw();
       showError(msg, null);
       ctx.loaded();
-    } catch (e) { showError(msg, e); }
+    } catch (e) { if (!ctx.left) showError(msg, e); }
   }
 
+  more.addEventListener('click', async () => {
+    if (!next) return;
+    more.disabled = true;
+    try {
+      const r = await get('/queue' + qs({ limit: PAGE, cursor: next }));
+      const seen = new Set(loaded.map((j) => j.id));
+      loaded = loaded.concat((r.jobs || []).filter((j) => !seen.has(j.id)));
+      next = r.next_cursor || null;
+      total = r.total ?? total;
+      draw();
+    } catch (e) {
+      if (e.code !== 'forecast_changed') showError(msg, e);
+      else {
+        // Another forecast: read the rows shown and one more page from it.
+        const want = loaded.length + PAGE;
+        try {
+          const got = await readForecast(want);
+          loaded = got.jobs;
+          next = got.next;
+          total = got.r.total ?? loaded.length;
+          replace(stamp, t('queue.generated', { time: fmtTime(got.r.generated_at) }));
+          draw();
+        } catch (e2) { showError(msg, e2); }
+      }
+    }
+    more.disabled = false;
+  });
+
   main.append(h('div', { class: 'page-head' }, h('h1', null, t('queue.title')), h('div', { class: 'spacer' }), stamp),
-    h('p', { class: 'muted small' }, t('queue.help')), note, msg, tb.el);
+    h('p', { class: 'muted small' }, t('queue.help')), note, msg, tb.el, h('div', { class: 'foot' }, more, count));
   ctx.poll(refresh, 5000);
 }
