@@ -353,7 +353,7 @@ struct picks {
  * Earliest start of job j in the order of H (simulated ends or time
  * limits), as earliest() in sched.c: the running jobs' GPUs are given to the
  * index in that order, for the while, until j fits; the GPUs it would take
- * then go to *pk. 1 found (*start set), 0 no end frees enough.
+ * then go to *pk. 1 found (*start set), 0 no end frees enough, -1 no memory.
  */
 static int earliest_in(struct fsim *F, const struct rheap *H, const struct sched_job *j, int64_t t,
                        int64_t *start, struct picks *pk)
@@ -391,9 +391,9 @@ static int earliest_in(struct fsim *F, const struct rheap *H, const struct sched
             break;
         }
     }
-    if (*start != SCHED_TIME_UNKNOWN &&
-        sched_place(&F->P, &F->P.main, j->gpus, j->gpus_per_node) > 0) {
-        ok = 1;
+    if (*start != SCHED_TIME_UNKNOWN)
+        ok = sched_place(&F->P, &F->P.main, j->gpus, j->gpus_per_node);
+    if (ok > 0) {
         pk->n = F->P.npick;
         memcpy(pk->node, F->P.pick_node, (size_t)pk->n * sizeof(*pk->node));
         memcpy(pk->mask, F->P.pick_mask, (size_t)pk->n * sizeof(*pk->mask));
@@ -403,7 +403,7 @@ static int earliest_in(struct fsim *F, const struct rheap *H, const struct sched
         F->is_touched[F->touched[i]] = 0;
         node_sync(F, F->touched[i]);
     }
-    for (int i = 0; ok && i < pk->n; i++)
+    for (int i = 0; ok > 0 && i < pk->n; i++)
         node_sync(F, pk->node[i]);
     return ok;
 }
@@ -444,7 +444,7 @@ static int64_t picks_bound_f(struct fsim *F, const struct picks *pk, int64_t sta
  * predictions in play, those the simulated ends free first instead, when
  * their holders' limits also free them by lim_start (or nothing frees them
  * by limits). bound: lim_start when known, else the predicted GPUs' latest
- * limit. 1 reserved, 0 h never fits (no end frees enough either way).
+ * limit. 1 reserved, 0 h never fits (no end frees enough either way), -1 no memory.
  */
 static int reserve_head(struct fsim *F, int h, int64_t t)
 {
@@ -454,9 +454,13 @@ static int reserve_head(struct fsim *F, int h, int64_t t)
     const struct picks *use = &lim;
     int64_t lim_start, exp_start, start, bound;
 
-    int ok = earliest_in(F, &F->by_limit, j, t, &lim_start, &lim);
+    int ok = earliest_in(F, &F->by_limit, j, t, &lim_start, &lim), ok2 = 0;
+    if (ok < 0)
+        return -1;
     start = bound = lim_start;
-    if (F->npredicted > 0 && earliest_in(F, &F->by_end, j, t, &exp_start, &exp) > 0) {
+    if (F->npredicted > 0 && (ok2 = earliest_in(F, &F->by_end, j, t, &exp_start, &exp)) < 0)
+        return -1;
+    if (ok2 > 0) {
         bool unlimited;
         int64_t bp = picks_bound_f(F, &exp, exp_start, &unlimited);
         if (ok > 0 ? !unlimited && bp <= lim_start : true) {
