@@ -327,12 +327,13 @@ out:
 }
 
 /* One queued job's API entry (docs/queue.md) from q (a still-queued
- * forecast row with its stored place) and j, t, u; $1 the member or 0. */
+ * forecast row with its stored place and its job's columns, PAGE_CTES's p)
+ * and t, u; $1 the member or 0. */
 #define ENTRY_JSON                                                                                 \
-    "json_build_object('id', j.id::text, 'name', j.name, 'team', t.name, 'user', u.username, "     \
-    "'priority', CASE j.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END, "         \
-    "'gpus', j.gpus, 'gpus_per_node', j.gpus_per_node, 'state', j.state, 'position', q.position, " \
-    "'submitted_at', " ISO_MS("j.created_at") ", 'estimated_start', " ISO_MS(                      \
+    "json_build_object('id', q.job_id::text, 'name', q.name, 'team', t.name, 'user', u.username, " \
+    "'priority', CASE q.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END, "         \
+    "'gpus', q.gpus, 'gpus_per_node', q.gpus_per_node, 'state', q.state, 'position', q.position, " \
+    "'submitted_at', " ISO_MS("q.created_at") ", 'estimated_start', " ISO_MS(                      \
         "q.start_at") ", 'reason', json_build_object('code', q.reason, 'params', "                 \
                       "json_build_object('need_gpus', q.need_gpus, 'free_gpus', q.free_gpus, "     \
                       "'other_job_id', CASE WHEN q.other_job_id IS NULL OR ($1::bigint > 0 AND "   \
@@ -361,17 +362,20 @@ out:
  * stored rows after position $7 that the caller may see and asked for and
  * whose job is still queued (one placed or cancelled since drops out), one
  * more than $8 (NULL = all) to tell whether more follow; none when not
- * fresh. The statement is planned with the values of $1..$9 (unnamed, as
- * PQexecParams sends it), so the filters not given fold away and the page
- * is read in stored order from the index of the filter that is given
- * (queue_forecast_team, _user, or _queued on position), each row joined to
- * its job by primary key: the page's rows plus the ones skipped, never the
- * whole queue (bench/RESULTS.md, "Queue pages").
+ * fresh; it carries the job's columns that an entry shows, so that no
+ * other part joins jobs again. The statement is planned with the values of
+ * $1..$9 (unnamed, as PQexecParams sends it), so the filters not given fold
+ * away and the page is read in stored order from the index of the filter
+ * that is given (queue_forecast_team, _user, or _queued on position), each
+ * row joined to its job by primary key: the page's rows plus the ones
+ * skipped, never the whole queue (bench/RESULTS.md, "Queue pages";
+ * db_forecast_store keeps the planner's row count current).
  */
 #define PAGE_CTES                                                                                  \
     "WITH meta AS (SELECT generated_at, (extract(epoch FROM generated_at) * 1000)::bigint AS "     \
     "gen_ms FROM queue_forecast_meta), fresh AS (SELECT $6::bigint = 0 OR EXISTS (SELECT 1 FROM "  \
-    "meta WHERE gen_ms = $6::bigint) AS ok), p AS (SELECT f.* FROM queue_forecast f JOIN jobs j "  \
+    "meta WHERE gen_ms = $6::bigint) AS ok), p AS (SELECT f.*, j.name, j.priority, j.gpus, "       \
+    "j.gpus_per_node, j.state, j.created_at FROM queue_forecast f JOIN jobs j "                    \
     "ON j.id = f.job_id WHERE f.kind = 'queued' AND (SELECT ok FROM fresh) AND ($6::bigint = 0 "   \
     "OR f.position > $7::bigint) AND j.state IN ('QUEUED', 'RESTARTING') AND NOT "                 \
     "j.cancel_requested AND " VISIBLE("f.team_id") " AND ($2::bigint = 0 OR f.job_id = "           \
@@ -389,8 +393,8 @@ out:
 
 #define PAGE_JOBS                                                                                  \
     "(SELECT coalesce(json_agg(" ENTRY_JSON " ORDER BY q.position), '[]'::json) FROM (SELECT * "   \
-    "FROM p ORDER BY p.position LIMIT $8::int) q JOIN jobs j ON j.id = q.job_id JOIN teams t ON "  \
-    "t.id = j.team_id JOIN users u ON u.id = j.user_id)"
+    "FROM p ORDER BY p.position LIMIT $8::int) q JOIN teams t ON t.id = q.team_id JOIN users u "   \
+    "ON u.id = q.user_id)"
 
 /* The stored position of the page's last entry when more follow, else NULL. */
 #define PAGE_NEXT                                                                                  \
