@@ -229,7 +229,9 @@ static void put_user(const void *a, size_t i, char *b, size_t n)
  * page's end (bench/RESULTS.md, "Queue pages": 24 ms instead of a few at
  * 10,000 jobs). So after storing n rows, analyze the table when n is more
  * than twice or under half what the statistics say: rarely, and a few ms
- * at 10,000 rows. Only an optimization: a failure is logged, not returned.
+ * at 10,000 rows (an autovacuum of the table in progress yields to it
+ * after deadlock_timeout). Only an optimization: a failure is logged, not
+ * returned.
  */
 static void keep_stats(PGconn *c, size_t n)
 {
