@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "log.h"
 
 #define ISO_MS(x) "to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
@@ -210,13 +211,51 @@ static void put_source(const void *a, size_t i, char *b, size_t n)
 {
     snprintf(b, n, "%s", E(a, i)->source ? E(a, i)->source : "none");
 }
+static void put_team(const void *a, size_t i, char *b, size_t n)
+{
+    put_ms(E(a, i)->team_id, b, n);
+}
+static void put_user(const void *a, size_t i, char *b, size_t n)
+{
+    put_ms(E(a, i)->user_id, b, n);
+}
+
+/*
+ * A page's plan (db_forecast_page) rests on the planner's idea of how many
+ * rows queue_forecast holds. Every forecast rewrites the table, and
+ * autovacuum analyzes it about once a minute; until then a queue that grew
+ * from a few jobs to thousands is planned at its old size, as a sort of
+ * every row instead of a walk of the position index that stops at the
+ * page's end (bench/RESULTS.md, "Queue pages": 24 ms instead of a few at
+ * 10,000 jobs). So after storing n rows, analyze the table when n is more
+ * than twice or under half what the statistics say: rarely, and a few ms
+ * at 10,000 rows (an autovacuum of the table in progress yields to it
+ * after deadlock_timeout). Only an optimization: a failure is logged, not
+ * returned.
+ */
+static void keep_stats(PGconn *c, size_t n)
+{
+    char nn[24];
+    const char *p[1] = {db_i64((int64_t)n, nn, sizeof(nn))};
+    PGresult *r = db_exec(c,
+                          "SELECT greatest($1::float8, reltuples) >= 1000 AND (reltuples < 0 OR "
+                          "$1::float8 > 2 * reltuples OR 2 * $1::float8 < reltuples) FROM "
+                          "pg_class WHERE oid = 'queue_forecast'::regclass",
+                          1, p);
+    bool stale = db_result_rc(r, "forecast") == RC_OK && PQntuples(r) == 1 &&
+                 strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+
+    PQclear(r);
+    if (stale && db_exec_ok(c, "forecast", "ANALYZE queue_forecast", 0, NULL) != RC_OK)
+        LOG_WARN("sched", "forecast statistics not refreshed", "rows=%zu", n);
+}
 
 enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n,
                           const struct db_forecast_meta *meta)
 {
     static void (*const put[])(const void *, size_t, char *, size_t) = {
-        put_job,  put_kind, put_pos,   put_start, put_end,   put_reason,
-        put_need, put_free, put_other, put_run,   put_source};
+        put_job,  put_kind,  put_pos, put_start,  put_end,  put_reason, put_need,
+        put_free, put_other, put_run, put_source, put_team, put_user};
     enum { NCOLS = sizeof(put) / sizeof(put[0]) };
     char *lit[NCOLS] = {0};
     char gen[24], dur[24], nq[24], nr[24];
@@ -240,15 +279,28 @@ enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n
             p[k] = lit[k];
         rc = db_exec_ok(
             c, "forecast",
+            /* A team or user not known here (the predictor's keys could
+             * not be read) comes from the job: its primary key, one row. */
             "INSERT INTO queue_forecast (job_id, kind, position, start_at, end_at, reason, "
-            "need_gpus, free_gpus, other_job_id, run_ms, source) SELECT u.j, u.k, u.p, "
-            "timestamptz 'epoch' + u.s * interval '1 millisecond', timestamptz 'epoch' + u.e * "
-            "interval '1 millisecond', u.r, u.ng, u.fg, u.o, u.rm, "
-            "u.src FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::bigint[], "
-            "$6::text[], $7::int[], $8::int[], $9::bigint[], $10::bigint[], $11::text[]) AS u(j, "
-            "k, p, s, e, r, ng, fg, o, rm, src)",
+            "need_gpus, free_gpus, other_job_id, run_ms, source, team_id, user_id) SELECT u.j, "
+            "u.k, u.p, timestamptz 'epoch' + u.s * interval '1 millisecond', timestamptz 'epoch' "
+            "+ u.e * interval '1 millisecond', u.r, u.ng, u.fg, u.o, u.rm, u.src, coalesce(u.t, "
+            "(SELECT jt.team_id FROM jobs jt WHERE jt.id = u.j)), coalesce(u.u, (SELECT ju.user_id "
+            "FROM jobs ju WHERE ju.id = u.j)) FROM unnest($1::bigint[], $2::text[], $3::int[], "
+            "$4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::int[], $9::bigint[], "
+            "$10::bigint[], $11::text[], $12::bigint[], $13::bigint[]) AS u(j, k, p, s, e, r, ng, "
+            "fg, o, rm, src, t, u)",
             NCOLS, p);
     }
+    /* Once per forecast, so that no page counts the queue for its total. */
+    if (rc == RC_OK)
+        rc = db_exec_ok(c, "forecast", "DELETE FROM queue_forecast_totals", 0, NULL);
+    if (rc == RC_OK)
+        rc = db_exec_ok(c, "forecast",
+                        "INSERT INTO queue_forecast_totals (team_id, user_id, queued) SELECT "
+                        "team_id, user_id, count(*) FROM queue_forecast WHERE kind = 'queued' AND "
+                        "team_id IS NOT NULL AND user_id IS NOT NULL GROUP BY team_id, user_id",
+                        0, NULL);
     if (rc == RC_OK) {
         const char *p[] = {
             db_i64(meta->generated_ms, gen, sizeof(gen)), meta->truncated ? "true" : "false",
@@ -268,19 +320,22 @@ enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n
         rc = db_commit(c);
     else
         db_rollback(c);
+    if (rc == RC_OK)
+        keep_stats(c, n);
 out:
     for (size_t k = 0; k < NCOLS; k++)
         free(lit[k]);
     return rc;
 }
 
-/* One queued job's API entry (docs/queue.md) from q (the still-queued
- * forecast rows with their place) and j, t, u; $1 the member or 0. */
+/* One queued job's API entry (docs/queue.md) from q (a still-queued
+ * forecast row with its stored place and its job's columns, PAGE_CTES's p)
+ * and t, u; $1 the member or 0. */
 #define ENTRY_JSON                                                                                 \
-    "json_build_object('id', j.id::text, 'name', j.name, 'team', t.name, 'user', u.username, "     \
-    "'priority', CASE j.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END, "         \
-    "'gpus', j.gpus, 'gpus_per_node', j.gpus_per_node, 'state', j.state, 'position', q.pos, "      \
-    "'submitted_at', " ISO_MS("j.created_at") ", 'estimated_start', " ISO_MS(                      \
+    "json_build_object('id', q.job_id::text, 'name', q.name, 'team', t.name, 'user', u.username, " \
+    "'priority', CASE q.priority WHEN 0 THEN 'low' WHEN 2 THEN 'high' ELSE 'normal' END, "         \
+    "'gpus', q.gpus, 'gpus_per_node', q.gpus_per_node, 'state', q.state, 'position', q.position, " \
+    "'submitted_at', " ISO_MS("q.created_at") ", 'estimated_start', " ISO_MS(                      \
         "q.start_at") ", 'reason', json_build_object('code', q.reason, 'params', "                 \
                       "json_build_object('need_gpus', q.need_gpus, 'free_gpus', q.free_gpus, "     \
                       "'other_job_id', CASE WHEN q.other_job_id IS NULL OR ($1::bigint > 0 AND "   \
@@ -305,29 +360,43 @@ out:
 
 /*
  * meta: the stored forecast's time; fresh: whether the cursor's forecast
- * ($6 its time in ms, 0 = a first page) is the stored one. q: the
- * still-queued forecast rows with their places now (jobs placed or
- * cancelled since the forecast drop out, the rest close up), none when not
- * fresh; v: those the caller may see and asked for; p: the page, the
- * entries after stored position $7, one more than $8 (NULL = all) to tell
- * whether more follow.
+ * ($6 its time in ms, 0 = a first page) is the stored one. p: the page, the
+ * stored rows after position $7 that the caller may see and asked for and
+ * whose job is still queued (one placed or cancelled since drops out), one
+ * more than $8 (NULL = all) to tell whether more follow; none when not
+ * fresh; it carries the job's columns that an entry shows, so that no
+ * other part joins jobs again. The statement is planned with the values of
+ * $1..$9 (unnamed, as PQexecParams sends it), so the filters not given fold
+ * away and the page is read in stored order from the index of the filter
+ * that is given (queue_forecast_team, _user, or _queued on position), each
+ * row joined to its job by primary key: the page's rows plus the ones
+ * skipped, never the whole queue (bench/RESULTS.md, "Queue pages";
+ * db_forecast_store keeps the planner's row count current).
  */
 #define PAGE_CTES                                                                                  \
     "WITH meta AS (SELECT generated_at, (extract(epoch FROM generated_at) * 1000)::bigint AS "     \
     "gen_ms FROM queue_forecast_meta), fresh AS (SELECT $6::bigint = 0 OR EXISTS (SELECT 1 FROM "  \
-    "meta WHERE gen_ms = $6::bigint) AS ok), q AS (SELECT f.*, j.team_id, j.user_id, "             \
-    "(row_number() OVER (ORDER BY f.position, f.job_id) - 1)::int AS pos FROM queue_forecast f "   \
-    "JOIN jobs j ON j.id = f.job_id WHERE f.kind = 'queued' AND j.state IN ('QUEUED', "            \
-    "'RESTARTING') AND NOT j.cancel_requested AND (SELECT ok FROM fresh)), v AS (SELECT q.* FROM " \
-    "q WHERE " VISIBLE("q.team_id") " AND ($2::bigint = 0 OR q.job_id = $2::bigint) AND " FILTERS( \
-        "q.team_id", "q.user_id") "), p AS (SELECT v.* FROM v WHERE ($6::bigint = 0 OR "           \
-                                  "v.position > $7::bigint) ORDER BY v.position LIMIT $8::int + "  \
-                                  "1) "
+    "meta WHERE gen_ms = $6::bigint) AS ok), p AS (SELECT f.*, j.name, j.priority, j.gpus, "       \
+    "j.gpus_per_node, j.state, j.created_at FROM queue_forecast f JOIN jobs j "                    \
+    "ON j.id = f.job_id WHERE f.kind = 'queued' AND (SELECT ok FROM fresh) AND ($6::bigint = 0 "   \
+    "OR f.position > $7::bigint) AND j.state IN ('QUEUED', 'RESTARTING') AND NOT "                 \
+    "j.cancel_requested AND " VISIBLE("f.team_id") " AND ($2::bigint = 0 OR f.job_id = "           \
+                                                   "$2::bigint) AND " FILTERS(                     \
+                                                       "f.team_id",                                \
+                                                       "f.user_id") " ORDER BY f.position LIMIT "  \
+                                                                    "$8::int + 1) "
+
+/* total: one job's page counts itself; else the stored counts of the
+ * (team, user) pairs that match, a few rows whatever the queue's length. */
+#define PAGE_TOTAL                                                                                 \
+    "(SELECT CASE WHEN $2::bigint > 0 THEN (SELECT count(*) FROM p) ELSE (SELECT "                 \
+    "coalesce(sum(t.queued), 0) FROM queue_forecast_totals t WHERE " VISIBLE(                      \
+        "t.team_id") " AND " FILTERS("t.team_id", "t.user_id") ") END)"
 
 #define PAGE_JOBS                                                                                  \
     "(SELECT coalesce(json_agg(" ENTRY_JSON " ORDER BY q.position), '[]'::json) FROM (SELECT * "   \
-    "FROM p ORDER BY p.position LIMIT $8::int) q JOIN jobs j ON j.id = q.job_id JOIN teams t ON "  \
-    "t.id = j.team_id JOIN users u ON u.id = j.user_id)"
+    "FROM p ORDER BY p.position LIMIT $8::int) q JOIN teams t ON t.id = q.team_id JOIN users u "   \
+    "ON u.id = q.user_id)"
 
 /* The stored position of the page's last entry when more follow, else NULL. */
 #define PAGE_NEXT                                                                                  \
@@ -339,17 +408,16 @@ out:
     "coalesce(json_agg(json_build_object('id', f.job_id::text, 'expected_end', " ISO_MS(           \
         "f.end_at") ", 'prediction', json_build_object('run_s', CASE WHEN f.run_ms > 0 THEN "      \
                     "(f.run_ms / 1000.0)::float8 END, 'source', f.source)) ORDER BY f.job_id), "   \
-                    "'[]'::json) FROM queue_forecast f JOIN jobs j ON j.id = f.job_id WHERE "      \
-                    "f.kind = 'running' AND " VISIBLE(                                             \
-                        "j.team_id") " AND ($2::bigint = 0 OR "                                    \
-                                     "f.job_id = $2::bigint) AND " FILTERS("j.team_id",            \
-                                                                           "j.user_id") ") END)"
+                    "'[]'::json) FROM queue_forecast f WHERE f.kind = 'running' AND " VISIBLE(     \
+                        "f.team_id") " AND ($2::bigint = 0 OR "                                    \
+                                     "f.job_id = $2::bigint) AND " FILTERS("f.team_id",            \
+                                                                           "f.user_id") ") END)"
 
 #define PAGE_SQL                                                                                   \
     PAGE_CTES "SELECT (SELECT " ISO_MS("generated_at") " FROM meta) AS generated_at, (SELECT "     \
                                                        "gen_ms FROM meta) AS gen_ms, (SELECT ok "  \
-                                                       "FROM fresh) AS fresh, (SELECT count(*) "   \
-                                                       "FROM v) AS total, " PAGE_JOBS              \
+                                                       "FROM fresh) AS fresh, " PAGE_TOTAL         \
+                                                       " AS total, " PAGE_JOBS                     \
                                                        " AS jobs, " PAGE_NEXT                      \
                                                        " AS next_pos, " PAGE_RUNNING " AS running"
 

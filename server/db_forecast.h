@@ -3,7 +3,7 @@
  * finished jobs the runtime predictor learns from, the predictor keys of
  * the jobs in a snapshot, the leader's writing of the forecast and every
  * replica's reading of it (tables queue_forecast and queue_forecast_meta,
- * sql/013_queue_forecast.sql).
+ * sql/013_queue_forecast.sql, sql/014_queue_forecast_pages.sql).
  *
  * What the predictor learns from: jobs that SUCCEEDED, with their run time
  * the sum over their attempts of ended_at - created_at (placement to end,
@@ -83,6 +83,8 @@ struct db_forecast_entry {
     int64_t other_job_id; /* 0 = none */
     int64_t run_ms;       /* predicted run time; 0 = none */
     const char *source;   /* static pred_source_name() text */
+    int64_t team_id;      /* the job's team and user, for the queue's filters; 0 = not */
+    int64_t user_id;      /* known here: the store reads it from the job */
 };
 
 /* What a forecast was made at and how (queue_forecast_meta). */
@@ -94,8 +96,11 @@ struct db_forecast_meta {
 
 /*
  * Replace the stored forecast with e[0..n) and meta in one transaction, so
- * that a reader sees the whole old one or the whole new one. Touches no job
- * row and no audit head (lock order: db.h); not audited (derived data).
+ * that a reader sees the whole old one or the whole new one, with the
+ * counts of its queued jobs per team and user (queue_forecast_totals) that
+ * db_forecast_page() sums for `total`. Reads, but neither locks nor writes,
+ * a job row (only for an entry whose team or user is 0); touches no audit
+ * head (lock order: db.h); not audited (derived data).
  */
 enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n,
                           const struct db_forecast_meta *meta) TY_WUR;
@@ -120,22 +125,26 @@ struct db_forecast_page {
     int64_t generated_ms; /* 0 before the first forecast */
     json_t *jobs;         /* owned array: the API's entries (docs/queue.md) in scheduling order */
     json_t *running;      /* owned array of the running jobs' expected ends; NULL unless asked */
-    int64_t total;        /* queued entries that match the query's filters, on all pages */
+    int64_t total;        /* the forecast's queued entries that match the query's filters, on
+                             all pages (a job that left the queue since still counts) */
     int64_t next_pos;     /* more follow: the stored position of the last entry; else -1 */
     bool changed;         /* after_gen_ms is not the stored forecast (replaced since, or none
                              yet): generated and generated_ms are filled, nothing else */
 };
 
 /*
- * The stored forecast of the queued jobs still queued (a job placed or
- * cancelled since drops out, the positions after it close up), in
- * scheduling order, filtered as q says, into *page. Keyset paging on the
- * stored position: a next page (q->after_gen_ms) of the same forecast holds
- * exactly the matching entries after the previous one's, whatever moved in
- * the jobs table meanwhile; of a forecast replaced since, nothing
- * (page->changed). One statement, so all of it comes from one snapshot of
- * the tables (the leader replaces them in one transaction). RC_OK (page
- * filled) or a database rc (page empty).
+ * The stored forecast of the queued jobs still queued, in scheduling order,
+ * filtered as q says, into *page, at the cost of the page's rows and not of
+ * the queue: positions are the stored ones and page->total the stored
+ * count of the matching jobs (queue_forecast_totals), both as of the
+ * forecast, so a job placed or cancelled since drops out of its page,
+ * leaving a gap in the positions, and still counts in total. Keyset paging
+ * on the stored position: a next page (q->after_gen_ms) of the same
+ * forecast holds exactly the matching entries after the previous one's,
+ * whatever moved in the jobs table meanwhile; of a forecast replaced since,
+ * nothing (page->changed). One statement, so all of it comes from one
+ * snapshot of the tables (the leader replaces them in one transaction).
+ * RC_OK (page filled) or a database rc (page empty).
  */
 enum rc db_forecast_page(PGconn *c, const struct db_forecast_query *q,
                          struct db_forecast_page *page, const char *req_id) TY_WUR;

@@ -25,9 +25,11 @@ struct forecast {
      * jobs and running arrays (the times themselves are in the snapshot). */
     int64_t *q_run_ms; /* predicted run, with the time limit as fallback */
     enum pred_source *q_src;
+    int64_t *q_user_id; /* the job's user (0 = not known), stored for the queue's filters */
     size_t q_cap;
     int64_t *r_run_ms;
     enum pred_source *r_src;
+    int64_t *r_user_id;
     size_t r_cap;
     size_t nq, nr;             /* entries valid for the last prepared snapshot */
     struct sched_forecast out; /* the last simulation */
@@ -56,8 +58,10 @@ void forecast_free(struct forecast *f)
     pred_free(f->pred);
     free(f->q_run_ms);
     free(f->q_src);
+    free(f->q_user_id);
     free(f->r_run_ms);
     free(f->r_src);
+    free(f->r_user_id);
     free(f->entries);
     sched_forecast_cleanup(&f->out);
     free(f);
@@ -137,7 +141,7 @@ static const struct db_forecast_job *find_key(const struct db_forecast_rows *row
 static enum rc reserve(struct forecast *f, size_t nq, size_t nr)
 {
     if (nq > f->q_cap) {
-        int64_t *run = realloc(f->q_run_ms, nq * sizeof(*run));
+        int64_t *run = realloc(f->q_run_ms, nq * sizeof(*run)), *user;
         enum pred_source *src;
         if (run == NULL)
             return RC_ENOMEM;
@@ -145,10 +149,13 @@ static enum rc reserve(struct forecast *f, size_t nq, size_t nr)
         if ((src = realloc(f->q_src, nq * sizeof(*src))) == NULL)
             return RC_ENOMEM;
         f->q_src = src;
+        if ((user = realloc(f->q_user_id, nq * sizeof(*user))) == NULL)
+            return RC_ENOMEM;
+        f->q_user_id = user;
         f->q_cap = nq;
     }
     if (nr > f->r_cap) {
-        int64_t *run = realloc(f->r_run_ms, nr * sizeof(*run));
+        int64_t *run = realloc(f->r_run_ms, nr * sizeof(*run)), *user;
         enum pred_source *src;
         if (run == NULL)
             return RC_ENOMEM;
@@ -156,6 +163,9 @@ static enum rc reserve(struct forecast *f, size_t nq, size_t nr)
         if ((src = realloc(f->r_src, nr * sizeof(*src))) == NULL)
             return RC_ENOMEM;
         f->r_src = src;
+        if ((user = realloc(f->r_user_id, nr * sizeof(*user))) == NULL)
+            return RC_ENOMEM;
+        f->r_user_id = user;
         f->r_cap = nr;
     }
     return RC_OK;
@@ -197,6 +207,7 @@ enum rc forecast_prepare(struct forecast *f, PGconn *c, struct db_sched_snapshot
         j->predicted_ms = src != PRED_NONE && src != PRED_TIME_LIMIT ? ms : 0;
         f->q_run_ms[i] = ms;
         f->q_src[i] = src;
+        f->q_user_id[i] = k != NULL ? k->user_id : 0;
     }
     for (size_t i = 0; i < nr; i++) {
         struct sched_running *r = &snap->running[i];
@@ -217,6 +228,7 @@ enum rc forecast_prepare(struct forecast *f, PGconn *c, struct db_sched_snapshot
                 : 0;
         f->r_run_ms[i] = ms;
         f->r_src[i] = src;
+        f->r_user_id[i] = k != NULL ? k->user_id : 0;
     }
     f->nq = nq;
     f->nr = nr;
@@ -311,6 +323,8 @@ enum rc forecast_refresh(struct forecast *f, PGconn *c, const struct sched_polic
         e->other_job_id = fj->other_job_id;
         e->run_ms = qi < f->nq ? f->q_run_ms[qi] : 0;
         e->source = pred_source_name(qi < f->nq ? f->q_src[qi] : PRED_NONE);
+        e->team_id = sj != NULL ? sj->team_id : 0;
+        e->user_id = qi < f->nq ? f->q_user_id[qi] : 0;
         n++;
     }
     for (size_t i = 0; i < snap->cluster.nrunning; i++) {
@@ -325,6 +339,8 @@ enum rc forecast_refresh(struct forecast *f, PGconn *c, const struct sched_polic
         e->reason = "none";
         e->run_ms = i < f->nr ? f->r_run_ms[i] : 0;
         e->source = pred_source_name(i < f->nr ? f->r_src[i] : PRED_NONE);
+        e->team_id = r->team_id;
+        e->user_id = i < f->nr ? f->r_user_id[i] : 0;
     }
     meta.generated_ms = snap->now_ms;
     meta.truncated = f->out.truncated;

@@ -12,7 +12,11 @@ it:
   parameter, and the next good request answers as before;
 - after the forecast is refreshed, a cursor of the old one is a 409
   forecast_changed naming the new forecast, and the first page works;
-- trainyard queue pages the same (--limit, --cursor, --all, --team).
+- trainyard queue pages the same (--limit, --cursor, --all, --team);
+- (QueueLeaveTest) a job cancelled between two pages drops out of its page
+  and of a first page read anew: the stored positions are served, with a
+  gap where it was, total stays the forecast's count, and the pages are
+  still every other job once, in order.
 
 The forecast is held still: the server stores one at its first pass and
 then not for forecast_interval_ms (10 minutes); a restart of the server
@@ -218,6 +222,60 @@ class QueuePageTest(ServerTest):
         out = cli("--cursor", "nope")
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("cursor", out.stderr)
+
+
+class QueueLeaveTest(ServerTest):
+    """Jobs leaving the queue while the forecast holds still."""
+    server_args = QueuePageTest.server_args
+    n = 12
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        st, body, _ = cls.admin.post("/api/v1/teams", {"name": "lv", "gpu_quota": 0})
+        assert st == 201, body
+        for i in range(cls.n):
+            st, job, _ = cls.admin.post("/api/v1/jobs", {
+                "name": "lv%d" % i, "team": "lv", "command": ["/bin/true"],
+                "resources": {"gpus": 1}, "priority": ("low", "normal", "high")[i % 3]})
+            assert st == 201, job
+        cls.server.terminate("server")
+        cls.server.restart()
+
+        def stored():
+            st, q, _ = cls.admin.get("/api/v1/queue?limit=500")
+            return q if st == 200 and q["total"] == cls.n else None
+        cls.whole = wait_for(stored, timeout=60, what="a forecast of all %d jobs" % cls.n)
+
+    def test_cancelled_between_pages(self):
+        order = [j["id"] for j in self.whole["jobs"]]
+        self.assertEqual([j["position"] for j in self.whole["jobs"]], list(range(self.n)))
+        st, first, _ = self.admin.get("/api/v1/queue?limit=5")
+        self.assertEqual(st, 200, first)
+        self.assertEqual([j["id"] for j in first["jobs"]], order[:5])
+        # One job on the next page and one on the page already read leave.
+        for gone in (order[6], order[2]):
+            st, body, _ = self.admin.post("/api/v1/jobs/%s/cancel" % gone)
+            self.assertIn(st, (200, 202), body)
+        st, second, _ = self.admin.get("/api/v1/queue?limit=5&cursor=" + first["next_cursor"])
+        self.assertEqual(st, 200, second)
+        self.assertEqual(second["generated_at"], first["generated_at"])
+        self.assertEqual([j["id"] for j in second["jobs"]], order[5:6] + order[7:11])
+        self.assertEqual([j["position"] for j in second["jobs"]], [5, 7, 8, 9, 10])
+        self.assertEqual(second["total"], self.n)  # the forecast's count
+        st, third, _ = self.admin.get("/api/v1/queue?limit=5&cursor=" + second["next_cursor"])
+        self.assertEqual(st, 200, third)
+        self.assertEqual([j["id"] for j in third["jobs"]], order[11:])
+        self.assertIsNone(third["next_cursor"])
+        # Read anew from the first page: both are gone, the rest in order, once.
+        st, again, _ = self.admin.get("/api/v1/queue?limit=500")
+        self.assertEqual(st, 200, again)
+        self.assertEqual(again["generated_at"], self.whole["generated_at"])
+        self.assertEqual([j["id"] for j in again["jobs"]],
+                         [i for i in order if i not in (order[2], order[6])])
+        self.assertEqual([j["position"] for j in again["jobs"]],
+                         [p for p in range(self.n) if p not in (2, 6)])
+        self.assertEqual(again["total"], self.n)
 
 
 if __name__ == "__main__":
