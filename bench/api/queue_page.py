@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """GET /api/v1/queue at about 10,000 queued jobs: the size and time of the
-first page and of the whole queue (bench/RESULTS.md, "Queue pages").
+first page and of the whole queue, and what POST /api/v1/queue/what-if
+(the wizard's "when would it start?") takes over that queue
+(bench/RESULTS.md, "Queue pages").
 
   bench/lib/with-pg.sh queue-page 900 bench/api/queue_page.py [--jobs N] [--runs R]
       [--explain SRC]... [--stores K]
@@ -133,6 +135,18 @@ def main():
                 return ms, len(raw), 1
             return fn
 
+        def what_if(body):
+            def fn():
+                data = json.dumps(body).encode()
+                req = urllib.request.Request(
+                    srv.url + "/api/v1/queue/what-if", data=data, method="POST",
+                    headers=dict(hdr, **{"Content-Type": "application/json"}))
+                t0 = time.monotonic()
+                with urllib.request.urlopen(req, timeout=120) as r:
+                    raw = r.read()
+                return (time.monotonic() - t0) * 1000, len(raw), 1
+            return fn
+
         def all_pages(limit):
             def fn():
                 total_ms, size, reqs, cursor, ids = 0.0, 0, 0, None, []
@@ -161,6 +175,13 @@ def main():
             measure("page 1 at limit=500", one("/api/v1/queue?limit=500"))
             measure("whole queue, pages of 500", all_pages(500))
             measure("whole queue, pages of 50", all_pages(50))
+            # the wizard's question before the user presses start: the
+            # server reads the state and runs one forecast with the job added
+            measure("POST /api/v1/queue/what-if, 1 GPU",
+                    what_if({"team": "bench", "resources": {"gpus": 1}}))
+            measure("POST /api/v1/queue/what-if, 8 GPUs on one node, high",
+                    what_if({"team": "bench", "resources": {"gpus": 8, "gpus_per_node": 8},
+                             "priority": "high"}))
         else:
             measure("GET /api/v1/queue (every job)", one("/api/v1/queue"))
         gen = db.sql("SELECT (extract(epoch FROM generated_at) * 1000)::bigint, duration_us "
