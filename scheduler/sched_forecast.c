@@ -117,7 +117,7 @@ int64_t sched_fc_job_end(const struct sim *S, const struct sched_job *j, int64_t
     return sched_fc_sat_add(t, dur);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+int sched_fc_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -152,7 +152,7 @@ static int run_add(struct sim *S, const struct sched_running *r, const struct sc
         S->rend = ne;
         S->caprun = nc;
     }
-    if (grow((void **)&S->pool, &S->cappool, S->npool + na, sizeof(*S->pool)) != 0)
+    if (sched_fc_grow((void **)&S->pool, &S->cappool, S->npool + na, sizeof(*S->pool)) != 0)
         return -1;
     if (na)
         memcpy(S->pool + S->npool, a, na * sizeof(*a));
@@ -185,7 +185,7 @@ static void run_remove(struct sim *S, size_t r)
 static int queue_insert(struct sim *S, const struct sched_job *j, long out)
 {
     size_t cap = S->capq;
-    if (grow((void **)&S->q, &S->capq, S->nq + 1, sizeof(*S->q)) != 0)
+    if (sched_fc_grow((void **)&S->q, &S->capq, S->nq + 1, sizeof(*S->q)) != 0)
         return -1;
     if (S->capq != cap) {
         long *no = realloc(S->qout, S->capq * sizeof(*no));
@@ -556,7 +556,7 @@ static enum rc order_output(struct sim *S, const struct sched_queue *q0, const l
     return RC_OK;
 }
 
-static int cmp_i64_f(const void *a, const void *b)
+int sched_fc_cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -613,7 +613,7 @@ static enum rc sim_load(struct sim *S, const struct sched_cluster *c, const stru
         if (sched_job_valid(&q->jobs[i], &e))
             qk[m++] = (struct qkey){q->jobs[i].id, (long)i};
     }
-    qsort(ids, nid, sizeof(*ids), cmp_i64_f);
+    qsort(ids, nid, sizeof(*ids), sched_fc_cmp_i64);
     for (size_t i = 1; i < nid; i++)
         if (ids[i] == ids[i - 1]) {
             rc = RC_EINVAL;

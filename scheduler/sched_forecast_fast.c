@@ -122,21 +122,6 @@ struct fsim {
 
 /* ---------- small helpers ---------- */
 
-static int grow_f(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need)
-        nc *= 2;
-    void *np = realloc(*p, nc * elem);
-    if (np == NULL)
-        return -1;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 static const struct sched_job *qjob(const struct fsim *F, int i)
 {
     return &F->S->q[i];
@@ -253,8 +238,8 @@ static void rremove(const struct fsim *F, struct rheap *H, size_t r)
 static int run_start(struct fsim *F, int64_t end, int64_t end_by, int team, int gpus,
                      const struct fa *a, size_t na)
 {
-    if (grow_f((void **)&F->run, &F->caprun, F->nrun + 1, sizeof(*F->run)) != 0 ||
-        grow_f((void **)&F->pool, &F->cappool, F->npool + na, sizeof(*F->pool)) != 0)
+    if (sched_fc_grow((void **)&F->run, &F->caprun, F->nrun + 1, sizeof(*F->run)) != 0 ||
+        sched_fc_grow((void **)&F->pool, &F->cappool, F->npool + na, sizeof(*F->pool)) != 0)
         return -1;
     memcpy(F->pool + F->npool, a, na * sizeof(*a));
     F->run[F->nrun] = (struct frun){end, end_by, team, gpus, F->npool, na};
@@ -678,12 +663,6 @@ static int cmp_skey(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
-static int cmp_i64_ff(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Teams: every id of the teams, the running and the queued jobs, sorted. */
 static int load_teams(struct fsim *F)
 {
@@ -702,7 +681,7 @@ static int load_teams(struct fsim *F)
         F->tid[k++] = S->q[i].team_id;
     if (k == 0)
         F->tid[k++] = 0;
-    qsort(F->tid, k, sizeof(*F->tid), cmp_i64_ff);
+    qsort(F->tid, k, sizeof(*F->tid), sched_fc_cmp_i64);
     size_t u = 0;
     for (size_t i = 0; i < k; i++)
         if (u == 0 || F->tid[u - 1] != F->tid[i])

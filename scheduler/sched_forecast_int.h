@@ -41,6 +41,13 @@ struct sim {
     size_t nout, left; /* left: output jobs without a start yet */
 };
 
+/* Grow *p (elements of elem bytes, capacity *cap) to hold need: capacity
+ * doubles from 16. 0, or -1 on no memory (then *p and *cap are unchanged). */
+int sched_fc_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* qsort order of int64_t values, ascending. */
+int sched_fc_cmp_i64(const void *a, const void *b);
+
 /* a + b, saturating below SCHED_TIME_UNKNOWN (b >= 0) */
 int64_t sched_fc_sat_add(int64_t a, int64_t b);
 
