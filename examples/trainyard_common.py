@@ -100,6 +100,14 @@ def refuse(reason, **fields):
     sys.exit(2)
 
 
+# What must outlive train() until exit_process(): the wrapped model, which
+# holds the DDP Reducer and the gloo process group. Freed when train()
+# returns, they run the same ~ProcessGroupGloo join that exit_process()
+# keeps out of interpreter shutdown, and the rank hangs after "done" (seen
+# twice in test_examples on a loaded machine, rank 0's files all written).
+_KEEP_UNTIL_EXIT = []
+
+
 def exit_process(code):
     """End the process with code once stdout and stderr are flushed, without
     running interpreter shutdown. Why: with PyTorch 1.13 and gloo, the DDP
@@ -107,7 +115,8 @@ def exit_process(code):
     GIL; ~ProcessGroupGloo then joins a gloo worker thread that is itself
     waiting for the GIL to free a tensor, and the rank hangs forever after
     "done" (seen in test_examples on a loaded machine; the other rank had
-    exited). Every file the script writes is complete and renamed before
+    exited). The wrapped model is kept alive until here (_KEEP_UNTIL_EXIT)
+    for the same reason. Every file the script writes is complete and renamed before
     train() returns, so skipping shutdown loses nothing."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -905,6 +914,7 @@ def train(ctx, model, train_set, loss_fn, val_set=None, eval_batch=None, eval_fi
         apply_activation_checkpointing(blocks)
     model.to(ctx.device)
     wrapped = _Wrapped(ctx, model, blocks)
+    _KEEP_UNTIL_EXIT.append(wrapped)  # never freed before os._exit (see exit_process)
     if wrapped.kind == "deepspeed":
         opt, opt_name = wrapped.deepspeed_init(args)
     else:
