@@ -757,19 +757,21 @@ enum rc http_start(struct srv_app *app)
             (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
             MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
     } else {
+        /* Passwords, session cookies and tokens would cross the network in
+         * the clear: say so where an operator looks. Said before the daemon
+         * starts, because once it does it already answers /healthz, and
+         * whoever waits for that (a supervisor, a test) must find the line. */
+        if (!srv_host_is_loopback(host))
+            LOG_WARN("http",
+                     "serving plain HTTP on an address other machines can reach; "
+                     "set tls_cert and tls_key, or put a TLS proxy in front",
+                     "listen=\"%s\"", app->cfg->listen);
         app->daemon = MHD_start_daemon(
             flags, (uint16_t)port, NULL, NULL, on_request, app, MHD_OPTION_SOCK_ADDR, sa,
             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg->http_threads,
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT,
             (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
             MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
-        /* Passwords, session cookies and tokens would cross the network in
-         * the clear: say so where an operator looks. */
-        if (!srv_host_is_loopback(host))
-            LOG_WARN("http",
-                     "serving plain HTTP on an address other machines can reach; "
-                     "set tls_cert and tls_key, or put a TLS proxy in front",
-                     "listen=\"%s\"", app->cfg->listen);
     }
     if (app->daemon == NULL) {
         LOG_ERROR("http", "cannot listen", "listen=\"%s\" tls=%s", app->cfg->listen,
