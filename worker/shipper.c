@@ -6,6 +6,14 @@
  * held while posting. The queue is a singly linked FIFO; batches take the
  * lines of one attempt from anywhere in it but never pass that attempt's next
  * report, which keeps "started < output < exit" per attempt.
+ *
+ * Dropping when full takes the oldest plain log line, and a metric line only
+ * when no plain line is queued: a loss curve is worth more than the progress
+ * bars printed around it. log_lines counts the plain lines so that a queue
+ * holding none is not scanned for one; scan_after remembers where the last
+ * scan for a plain line stopped (nothing at or before it is plain), so a
+ * queue whose head has filled with metric lines is not walked from the start
+ * on every push. Anything that unlinks items elsewhere resets it.
  */
 #include "shipper.h"
 
@@ -36,6 +44,7 @@ struct item {
     size_t len;
     json_t *body; /* reports: owned */
     int keep;     /* never dropped */
+    int metric;   /* a TRAINYARD_METRIC line: dropped only after every plain line */
 };
 
 struct dropc {
@@ -50,6 +59,8 @@ struct wrk_shipper {
     pthread_t thr;
     struct item *head, *tail;       /* under mu */
     size_t bytes, lines;            /* under mu: queued line bytes and count */
+    size_t log_lines;               /* under mu: queued lines that are neither kept nor metrics */
+    struct item *scan_after;        /* under mu: see the file comment; NULL = the head */
     size_t inflight;                /* under mu */
     uint64_t dropped;               /* under mu */
     struct dropc drops[DROP_SLOTS]; /* under mu */
@@ -153,6 +164,8 @@ static void push_locked(struct wrk_shipper *s, struct item *it)
     if (it->kind == IT_LINE) {
         s->bytes += it->len;
         s->lines++;
+        if (!it->keep && !it->metric)
+            s->log_lines++;
     }
     pthread_cond_signal(&s->cv);
 }
@@ -175,23 +188,45 @@ static void count_drop_locked(struct wrk_shipper *s, const char *id)
     }
 }
 
-/* Drop the oldest droppable line; 0 if there is none. */
+/* Unlink line it (whose predecessor is prev, NULL at the head), count and free it. */
+static void drop_line_locked(struct wrk_shipper *s, struct item *prev, struct item *it)
+{
+    if (prev != NULL)
+        prev->next = it->next;
+    else
+        s->head = it->next;
+    if (s->tail == it)
+        s->tail = prev;
+    if (s->scan_after == it)
+        s->scan_after = prev;
+    s->bytes -= it->len;
+    s->lines--;
+    if (!it->metric)
+        s->log_lines--;
+    count_drop_locked(s, it->attempt_id);
+    item_free(it);
+}
+
+/* Drop the oldest plain line, else the oldest metric line; 0 if neither is queued. */
 static int drop_oldest_locked(struct wrk_shipper *s)
 {
-    struct item *prev = NULL;
-    for (struct item *it = s->head; it != NULL; prev = it, it = it->next) {
+    struct item *prev, *it;
+
+    if (s->log_lines > 0) {
+        prev = s->scan_after;
+        for (it = prev != NULL ? prev->next : s->head; it != NULL; prev = it, it = it->next) {
+            if (it->kind != IT_LINE || it->keep || it->metric)
+                continue;
+            drop_line_locked(s, prev, it);
+            s->scan_after = prev;
+            return 1;
+        }
+        /* Unreachable while log_lines is right; fall through to metrics. */
+    }
+    for (prev = NULL, it = s->head; it != NULL; prev = it, it = it->next) {
         if (it->kind != IT_LINE || it->keep)
             continue;
-        if (prev != NULL)
-            prev->next = it->next;
-        else
-            s->head = it->next;
-        if (s->tail == it)
-            s->tail = prev;
-        s->bytes -= it->len;
-        s->lines--;
-        count_drop_locked(s, it->attempt_id);
-        item_free(it);
+        drop_line_locked(s, prev, it);
         return 1;
     }
     return 0;
@@ -222,6 +257,8 @@ void wrk_shipper_line(struct wrk_shipper *s, const char *attempt_id, int rank, c
     it->ts_ms = ts_ms;
     it->keep = !it->is_stderr && len >= strlen(WRK_CHECKPOINT_PREFIX) &&
                memcmp(text, WRK_CHECKPOINT_PREFIX, strlen(WRK_CHECKPOINT_PREFIX)) == 0;
+    it->metric = !it->is_stderr && len >= strlen(WRK_METRIC_PREFIX) &&
+                 memcmp(text, WRK_METRIC_PREFIX, strlen(WRK_METRIC_PREFIX)) == 0;
     pthread_mutex_lock(&s->mu);
     while ((s->bytes + len > s->o.max_queue_bytes || s->lines + 1 > s->o.max_queue_items) &&
            drop_oldest_locked(s)) {
@@ -396,6 +433,8 @@ static struct item *take_lines_locked(struct wrk_shipper *s, const char *id, uin
                 s->tail = prev;
             s->bytes -= it->len;
             s->lines--;
+            if (!it->keep && !it->metric)
+                s->log_lines--;
             bytes += it->len + 96;
             it->next = NULL;
             *btail = it;
@@ -406,6 +445,7 @@ static struct item *take_lines_locked(struct wrk_shipper *s, const char *id, uin
         }
         it = next;
     }
+    s->scan_after = NULL; /* it may have been taken */
     *dropped = 0;
     for (size_t i = 0; i < DROP_SLOTS; i++) {
         if (strcmp(s->drops[i].attempt_id, id) == 0) {
@@ -471,6 +511,8 @@ static void *ship_main(void *arg)
             s->head = head->next;
             if (s->tail == head)
                 s->tail = NULL;
+            if (s->scan_after == head)
+                s->scan_after = NULL;
             s->inflight++;
             pthread_mutex_unlock(&s->mu);
             snprintf(path, sizeof(path), "/api/v1/agent/attempts/%s/%s", id,

@@ -3,8 +3,9 @@
  *
  * Producers (the launcher's I/O thread, the main thread) push items into one
  * bounded queue and never block on the network: when the queue is full the
- * oldest log line is dropped and counted (lines carrying a checkpoint and
- * the started/exit reports are never dropped). One shipper thread takes
+ * oldest plain log line is dropped and counted; TRAINYARD_METRIC lines go
+ * only when no plain line is left, and lines carrying a checkpoint and the
+ * started/exit reports are never dropped. One shipper thread takes
  * batches per attempt (at most WRK_BATCH_MAX_BYTES, at most about a second
  * old), turns TRAINYARD_METRIC / TRAINYARD_CHECKPOINT lines into metrics and
  * checkpoints (lines.h) and POSTs them; an attempt's exit report leaves only

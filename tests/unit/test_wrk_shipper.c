@@ -1,8 +1,8 @@
 /*
  * test_wrk_shipper.c - the output shipper against a fake post function:
  * report order, metric/checkpoint extraction, batching, dropping the oldest
- * lines (never checkpoints or reports) while the server is down, and the
- * UTF-8 cleaning of rank output.
+ * lines (never checkpoints or reports, metric lines only after every plain
+ * line) while the server is down, and the UTF-8 cleaning of rank output.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -208,6 +208,85 @@ static void test_drop_oldest(void **state)
     assert_int_equal(dropped + logs, 200);
 }
 
+/* Totals over everything posted for lines: logs, metrics, dropped_logs. */
+static void posted_totals(int *logs, int *metrics, json_int_t *dropped, json_int_t *min_metric_step)
+{
+    *logs = *metrics = 0;
+    *dropped = 0;
+    *min_metric_step = -1;
+    for (int i = 0; i < F.n; i++) {
+        json_t *b = F.body[i], *m = json_object_get(b, "metrics");
+        if (strstr(F.path[i], "/output") == NULL)
+            continue;
+        *dropped += json_integer_value(json_object_get(b, "dropped_logs"));
+        *logs += (int)json_array_size(json_object_get(b, "logs"));
+        *metrics += (int)json_array_size(m);
+        for (size_t j = 0; j < json_array_size(m); j++) {
+            json_int_t step = json_integer_value(json_object_get(json_array_get(m, j), "step"));
+            if (*min_metric_step < 0 || step < *min_metric_step)
+                *min_metric_step = step;
+        }
+    }
+}
+
+/* Progress output around the metrics overflows the queue: every metric survives. */
+static void test_drop_keeps_metrics(void **state)
+{
+    struct wrk_shipper_opts o = {fake_post, NULL, 0, 30, 20};
+    struct wrk_shipper *s = NULL;
+    struct timespec ts = {0, 100 * 1000000L};
+    int logs = 0, metrics = 0;
+    json_int_t dropped = 0, min_step = -1;
+    (void)state;
+
+    atomic_store(&F.fail, 1);
+    assert_int_equal(wrk_shipper_new(&o, &s), RC_OK);
+    for (uint64_t i = 0; i < 400; i++) {
+        char t[80];
+        if (i % 20 == 0)
+            snprintf(t, sizeof(t), "TRAINYARD_METRIC {\"step\":%d,\"loss\":0.5}\n", (int)i);
+        else
+            snprintf(t, sizeof(t), "epoch 1: %d%%|###  |\n", (int)i);
+        line(s, "9", i, t);
+    }
+    assert_true(wrk_shipper_dropped(s) >= 340);
+    nanosleep(&ts, NULL);
+    atomic_store(&F.fail, 0);
+    wrk_shipper_free(s, 5000);
+    posted_totals(&logs, &metrics, &dropped, &min_step);
+    assert_int_equal(metrics, 20); /* 20 metric lines, 30 places: none dropped */
+    assert_int_equal(min_step, 0);
+    assert_int_equal(dropped + logs, 400);
+}
+
+/* Only metrics, more than fit: the oldest go, counted, and the newest arrive. */
+static void test_drop_metrics_when_nothing_else(void **state)
+{
+    struct wrk_shipper_opts o = {fake_post, NULL, 0, 10, 20};
+    struct wrk_shipper *s = NULL;
+    struct timespec ts = {0, 100 * 1000000L};
+    int logs = 0, metrics = 0;
+    json_int_t dropped = 0, min_step = -1;
+    (void)state;
+
+    atomic_store(&F.fail, 1);
+    assert_int_equal(wrk_shipper_new(&o, &s), RC_OK);
+    line(s, "9", 0, "plain line\n");
+    for (uint64_t i = 1; i <= 200; i++) {
+        char t[80];
+        snprintf(t, sizeof(t), "TRAINYARD_METRIC {\"step\":%d,\"loss\":0.5}\n", (int)i);
+        line(s, "9", i, t); /* never blocks, bounded although all are metrics */
+    }
+    assert_true(wrk_shipper_dropped(s) >= 180);
+    nanosleep(&ts, NULL);
+    atomic_store(&F.fail, 0);
+    wrk_shipper_free(s, 5000);
+    posted_totals(&logs, &metrics, &dropped, &min_step);
+    assert_true(metrics >= 9 && metrics <= 21); /* the queue, and a batch taken before it filled */
+    assert_int_equal(dropped + logs, 201);
+    assert_true(logs - metrics <= 1);
+}
+
 static void test_utf8_clean(void **state)
 {
     static const struct {
@@ -242,6 +321,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_order_and_parse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_oldest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drop_keeps_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drop_metrics_when_nothing_else, setup, teardown),
         cmocka_unit_test(test_utf8_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
