@@ -625,8 +625,13 @@ enum rc api_agent_started(struct srv_req *req)
     return srv_reply(req, 200, json_pack("{s:b}", "ok", 1));
 }
 
-/* Bounded shapes for an output batch. */
-static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics, json_t **ckpts)
+/* The most lines one batch may report dropped: more than a worker can queue
+ * in a day, few enough that the counter never nears overflow. */
+#define AGENT_MAX_DROPPED_LINES ((json_int_t)1 << 40)
+
+/* Bounded shapes for an output batch; *dropped receives dropped_logs (0 if absent). */
+static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics, json_t **ckpts,
+                            int64_t *dropped)
 {
     static const char *const allowed[] = {"logs", "metrics", "checkpoints", "dropped_logs", NULL};
     size_t i;
@@ -638,6 +643,13 @@ static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics
     *logs = json_object_get(req->body, "logs");
     *metrics = json_object_get(req->body, "metrics");
     *ckpts = json_object_get(req->body, "checkpoints");
+    e = json_object_get(req->body, "dropped_logs");
+    if (e != NULL && (!json_is_integer(e) || json_integer_value(e) < 0 ||
+                      json_integer_value(e) > AGENT_MAX_DROPPED_LINES))
+        return srv_fail(req, RC_EINVAL, "dropped_logs",
+                        "dropped_logs must be an integer from 0 to %lld",
+                        (long long)AGENT_MAX_DROPPED_LINES);
+    *dropped = e != NULL ? (int64_t)json_integer_value(e) : 0;
     if (*logs && !json_is_array(*logs))
         return srv_fail(req, RC_EINVAL, "logs", "logs must be an array");
     if (*metrics && !json_is_array(*metrics))
@@ -777,13 +789,14 @@ static enum rc checkpoints_refused_audit(struct srv_req *req, const struct db_at
 
 enum rc api_agent_output(struct srv_req *req)
 {
-    int64_t attempt_id;
+    int64_t attempt_id, dropped = 0;
     struct db_attempt_info info;
     json_t *logs, *metrics, *ckpts, *c, *good = NULL, *refused = NULL;
     size_t i;
+    int replayed = 0;
     enum rc rc;
 
-    if ((rc = check_output(req, &logs, &metrics, &ckpts)) != RC_OK)
+    if ((rc = check_output(req, &logs, &metrics, &ckpts, &dropped)) != RC_OK)
         return rc;
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
@@ -791,8 +804,13 @@ enum rc api_agent_output(struct srv_req *req)
     if (rc == RC_OK)
         rc = checkpoints_vet(req, info.job_id, ckpts, &good, &refused);
     if (rc == RC_OK)
-        rc = db_output_store(req->db, info.job_id, info.attempt, logs, metrics, good, req->req_id);
-    if (rc == RC_OK)
+        rc = db_output_store(req->db, info.job_id, info.attempt, attempt_id, logs, metrics, good,
+                             dropped, &replayed, req->req_id);
+    /* A replay was audited when it was first stored: the answer is the same
+     * (the refused entries are vetted again), the trail gets nothing new. */
+    if (replayed)
+        json_array_clear(good);
+    if (rc == RC_OK && !replayed)
         rc = checkpoints_refused_audit(req, &info, refused);
     json_array_foreach(good, i, c)
     {

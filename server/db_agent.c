@@ -771,37 +771,57 @@ enum rc db_job_live_allocs(PGconn *c, int64_t job_id, int *n, const char *req_id
     return rc;
 }
 
-enum rc db_output_store(PGconn *c, int64_t job_id, int attempt, const json_t *logs,
-                        const json_t *metrics, const json_t *checkpoints, const char *req_id)
+enum rc db_output_store(PGconn *c, int64_t job_id, int attempt, int64_t attempt_id,
+                        const json_t *logs, const json_t *metrics, const json_t *checkpoints,
+                        int64_t dropped, int *replayed, const char *req_id)
 {
-    char j[24], at[16];
+    char j[24], at[16], aid[24], dr[24];
     char *l = dump(logs), *m = dump(metrics), *k = dump(checkpoints);
     const char *p[] = {db_i64(job_id, j, sizeof(j)), at, l ? l : "[]"};
     const char *pm[] = {j, at, m ? m : "[]"};
     const char *pk[] = {j, at, k ? k : "[]"};
-    enum rc rc;
+    const char *pd[] = {db_i64(attempt_id, aid, sizeof(aid)), db_i64(dropped, dr, sizeof(dr))};
+    PGresult *res;
+    enum rc rc = RC_ENOMEM;
 
+    *replayed = 0;
     snprintf(at, sizeof(at), "%d", attempt);
-    /* Set-based inserts: one statement per kind whatever the batch size. */
-    rc =
-        db_exec_ok(c, req_id,
-                   "INSERT INTO job_logs (job_id, attempt, rank, stream, seq, ts, text) SELECT $1, "
-                   "$2, (x->>'rank')::int, x->>'stream', (x->>'seq')::bigint, "
-                   "to_timestamp((x->>'ts_ms')::double precision / 1000), x->>'text' FROM "
-                   "jsonb_array_elements($3::jsonb) x ON CONFLICT DO NOTHING",
-                   3, p);
-    if (rc == RC_OK)
-        rc = db_exec_ok(c, req_id,
-                        "INSERT INTO metrics (job_id, attempt, rank, step, ts, vals) SELECT $1, "
-                        "$2, (x->>'rank')::int, (x->>'step')::bigint, to_timestamp((x->>'ts_ms')"
-                        "::double precision / 1000), x->'values' FROM "
-                        "jsonb_array_elements($3::jsonb) x",
-                        3, pm);
+    if ((logs != NULL && l == NULL) || (metrics != NULL && m == NULL) ||
+        (checkpoints != NULL && k == NULL))
+        goto out;
+    /* Set-based inserts: one statement per kind whatever the batch size.
+     * The logs go first: the rows they add tell a replay from a new batch
+     * (a batch is stored whole or not at all, so a replay adds none). */
+    res =
+        db_exec(c,
+                "WITH ins AS (INSERT INTO job_logs (job_id, attempt, rank, stream, seq, ts, text) "
+                "SELECT $1, $2, (x->>'rank')::int, x->>'stream', (x->>'seq')::bigint, "
+                "to_timestamp((x->>'ts_ms')::double precision / 1000), x->>'text' FROM "
+                "jsonb_array_elements($3::jsonb) x ON CONFLICT DO NOTHING RETURNING 1) "
+                "SELECT count(*) FROM ins",
+                3, p);
+    rc = db_result_rc(res, req_id);
+    if (rc == RC_OK && json_array_size(logs) > 0 && strcmp(PQgetvalue(res, 0, 0), "0") == 0)
+        *replayed = 1;
+    PQclear(res);
+    if (rc != RC_OK || *replayed)
+        goto out;
+    rc = db_exec_ok(c, req_id,
+                    "INSERT INTO metrics (job_id, attempt, rank, step, ts, vals) SELECT $1, "
+                    "$2, (x->>'rank')::int, (x->>'step')::bigint, to_timestamp((x->>'ts_ms')"
+                    "::double precision / 1000), x->'values' FROM "
+                    "jsonb_array_elements($3::jsonb) x",
+                    3, pm);
     if (rc == RC_OK)
         rc = db_exec_ok(c, req_id,
                         "INSERT INTO checkpoints (job_id, attempt, step, path) SELECT $1, $2, "
                         "(x->>'step')::bigint, x->>'path' FROM jsonb_array_elements($3::jsonb) x",
                         3, pk);
+    if (rc == RC_OK && dropped > 0)
+        rc = db_exec_ok(
+            c, req_id,
+            "UPDATE attempts SET dropped_lines = dropped_lines + $2::bigint WHERE id = $1", 2, pd);
+out:
     free(l);
     free(m);
     free(k);

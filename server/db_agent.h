@@ -154,10 +154,20 @@ enum rc db_job_count_restart(PGconn *c, int64_t job_id, const char *req_id) TY_W
 /* Live allocations left for job_id. */
 enum rc db_job_live_allocs(PGconn *c, int64_t job_id, int *n, const char *req_id) TY_WUR;
 
-/* Store a batch of logs, metrics and checkpoints of one attempt. */
-enum rc db_output_store(PGconn *c, int64_t job_id, int attempt, const json_t *logs,
-                        const json_t *metrics, const json_t *checkpoints,
-                        const char *req_id) TY_WUR;
+/*
+ * Store a batch of logs, metrics and checkpoints of attempt number attempt
+ * (row attempt_id) of job_id, and add dropped (lines the node dropped before
+ * this batch, >= 0) to the attempt's dropped_lines.
+ *
+ * A batch whose logs are all stored already is a replay (the worker retries
+ * a post whose answer it never got, with the same lines; docs/agent-
+ * protocol.md): then nothing is stored and *replayed is 1, so that its
+ * metrics, checkpoints and drop count are not counted twice. A batch without
+ * logs cannot be told from a new one and is stored (*replayed 0).
+ */
+enum rc db_output_store(PGconn *c, int64_t job_id, int attempt, int64_t attempt_id,
+                        const json_t *logs, const json_t *metrics, const json_t *checkpoints,
+                        int64_t dropped, int *replayed, const char *req_id) TY_WUR;
 
 /*
  * Nodes silent for longer than timeout_s are marked down. *lost receives

@@ -141,7 +141,11 @@ enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id)
 {
     char ids[24];
     const char *p[] = {db_i64(id, ids, sizeof(ids))};
-    return db_query_json(c, "SELECT " JOB_LIST_COLS ", j.spec, j.plan" JOB_FROM " WHERE j.id = $1",
+    /* dropped_lines: output lines its nodes dropped, over all attempts (015). */
+    return db_query_json(c,
+                         "SELECT " JOB_LIST_COLS ", j.spec, j.plan, (SELECT coalesce(sum("
+                         "a.dropped_lines), 0) FROM attempts a WHERE a.job_id = j.id)::bigint AS "
+                         "dropped_lines" JOB_FROM " WHERE j.id = $1",
                          1, p, 1, out, req_id);
 }
 

@@ -519,6 +519,24 @@ def processes_with_cmdline(marker):
     return found
 
 
+def join_fake_node(server_url, admin, name):
+    """A node that speaks the worker protocol itself (no trainyard-worker):
+    joined with a fresh one-use token and registered with one fake GPU.
+    Returns a Client holding the node's credential."""
+    st, jt, _ = admin.post("/api/v1/nodes/join-tokens", {"uses": 1})
+    assert st == 201, jt
+    st, joined, _ = Client(server_url).post("/api/v1/agent/join", {
+        "join_token": jt["token"], "name": name, "hostname": name, "addr": "127.0.0.1"})
+    assert st == 201, joined
+    node = Client(server_url, token=joined["credential"])
+    st, reg, _ = node.post("/api/v1/agent/register", {
+        "hostname": name, "addr": "127.0.0.1", "cpus": 4, "memory_mb": 8192,
+        "version": "0.1.0", "running": [],
+        "gpus": [{"index": 0, "uuid": "GPU-%s-0" % name, "model": "FAKE", "memory_mb": 16384}]})
+    assert st == 200, reg
+    return node
+
+
 def wait_for(fn, timeout=60, interval=0.2, what="condition"):
     deadline = time.time() + timeout
     last = None

@@ -22,7 +22,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import Client, ServerTest, wait_for  # noqa: E402
+from harness import ServerTest, wait_for  # noqa: E402
 
 
 class CheckpointPathsTest(ServerTest):
@@ -43,19 +43,7 @@ class CheckpointPathsTest(ServerTest):
             shutil.rmtree(cls.root, ignore_errors=True)
 
     def join_node(self, name):
-        st, jt, _ = self.admin.post("/api/v1/nodes/join-tokens", {"uses": 1})
-        self.assertEqual(st, 201, jt)
-        st, joined, _ = Client(self.server.url).post("/api/v1/agent/join", {
-            "join_token": jt["token"], "name": name, "hostname": name, "addr": "127.0.0.1"})
-        self.assertEqual(st, 201, joined)
-        node = Client(self.server.url, token=joined["credential"])
-        st, reg, _ = node.post("/api/v1/agent/register", {
-            "hostname": name, "addr": "127.0.0.1", "cpus": 4, "memory_mb": 8192,
-            "version": "0.1.0", "running": [],
-            "gpus": [{"index": 0, "uuid": "GPU-%s-0" % name, "model": "FAKE",
-                      "memory_mb": 16384}]})
-        self.assertEqual(st, 200, reg)
-        return node
+        return harness.join_fake_node(self.server.url, self.admin, name)
 
     def take_assignment(self, node, job_id):
         def poll():
