@@ -236,6 +236,11 @@ static void print_job(FILE *out, const json_t *j, int *bad)
     show_row(t, K_FINISHED, cli_cell_time(json_object_get(j, "finished_at"), b[4], 64), bad);
     show_row(t, K_REASON, cli_cell(json_object_get(j, "reason"), b[5], 64), bad);
     show_row(t, K_COMMAND, command[0] ? command : NULL, bad);
+    /* Only when it happened: it explains a gap in the logs or the loss curve. */
+    if (json_integer_value(json_object_get(j, "dropped_lines")) > 0) {
+        char dropped[64];
+        show_row(t, K_DROPPED, cli_cell(json_object_get(j, "dropped_lines"), dropped, 64), bad);
+    }
     if (!*bad)
         cli_table_print(t, out);
     cli_table_free(t);

@@ -150,6 +150,7 @@
     X(K_STARTED, "started", "开始时间")                                                            \
     X(K_FINISHED, "finished", "结束时间")                                                          \
     X(K_COMMAND, "command", "命令")                                                                \
+    X(K_DROPPED, "output lines dropped", "丢弃的输出行数")                                         \
     X(K_STRATEGY, "strategy", "并行策略")                                                          \
     X(K_STATUS, "status", "结论")                                                                  \
     X(K_PRECISION, "precision", "精度")                                                            \
