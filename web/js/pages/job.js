@@ -154,6 +154,14 @@ export function render(main, ctx) {
   const dlBtn = h('button', { type: 'button', id: 'log-download' }, t('job.download'));
   const logStatus = h('span', { class: 'muted small', id: 'log-status', 'aria-live': 'polite' });
   const pre = h('pre', { class: 'log', id: 'log', tabindex: 0, 'aria-label': t('job.logs') });
+  // Lines the nodes dropped because the server could not keep up: said
+  // beside the log, or a gap in it (and in the loss curve) goes unexplained.
+  const droppedNote = h('p', { class: 'alert warn', id: 'log-dropped', role: 'status', hidden: true });
+  function drawDropped() {
+    const n = Number(job && job.dropped_lines) || 0;
+    droppedNote.hidden = n <= 0;
+    if (n > 0) replace(droppedNote, t('job.dropped_lines', { n: fmtNum(n, 0) }));
+  }
 
   function rankOf(r) {
     if (!ranks.has(r)) {
@@ -345,7 +353,7 @@ export function render(main, ctx) {
       if (ctx.left) return;
       job = j;
       drawEvents(ev.events || []);
-      drawHead(); drawSummary(); drawRestarts(); drawPvm(); drawNccl();
+      drawHead(); drawSummary(); drawRestarts(); drawPvm(); drawNccl(); drawDropped();
       await Promise.all([metricsP, loadGpus(),
         get(base + '/checkpoints').then((r) => { if (!ctx.left) ckptTb.update(r.checkpoints || []); }),
         loadExports().catch(() => {})]);
@@ -364,7 +372,7 @@ export function render(main, ctx) {
         followBtn,
         h('label', { for: 'log-search', class: 'inline' }, t('job.search')), findInput, findCount,
         dlBtn, logStatus),
-      pre),
+      droppedNote, pre),
     h('div', { class: 'grid2' }, section(t('job.gpus'), gpuTb.el), section(t('job.pvm'), pvmBox)),
     h('div', { class: 'grid2' }, section(t('job.restarts'), restartsBox), section(t('job.checkpoints'), ckptTb.el)),
     section(t('job.nccl'), ncclBox),
