@@ -157,6 +157,8 @@ export function render(main, ctx) {
   // Lines the nodes dropped because the server could not keep up: said
   // beside the log, or a gap in it (and in the loss curve) goes unexplained.
   const droppedNote = h('p', { class: 'alert warn', id: 'log-dropped', role: 'status', hidden: true });
+  // "The log is complete" would not be true once lines were dropped.
+  function logDoneText() { return t(Number(job && job.dropped_lines) > 0 ? 'job.log_done_dropped' : 'job.log_done'); }
   function drawDropped() {
     const n = Number(job && job.dropped_lines) || 0;
     droppedNote.hidden = n <= 0;
@@ -216,7 +218,7 @@ export function render(main, ctx) {
     following = !following;
     followBtn.setAttribute('aria-pressed', String(following));
     replace(followBtn, t(following ? 'job.pause' : 'job.follow'));
-    replace(logStatus, t(following ? (ended ? 'job.log_done' : 'job.following') : 'job.paused'));
+    replace(logStatus, following ? (ended ? logDoneText() : t('job.following')) : t('job.paused'));
     if (following) redrawLog();
   });
   findInput.addEventListener('input', () => { search = findInput.value; redrawLog(); });
@@ -236,7 +238,7 @@ export function render(main, ctx) {
       addLines(r.logs || []);
       if (!ranks.size) replace(logStatus, t('job.no_logs'));
     } catch (e) { replace(logStatus, errorBox(e)); }
-    if (TERMINAL.includes(currentState())) { ended = true; replace(logStatus, t('job.log_done')); return; }
+    if (TERMINAL.includes(currentState())) { ended = true; replace(logStatus, logDoneText()); return; }
     stopLogs = ctx.stream(base + '/logs' + qs({ follow: 1, after: lastLogId || '' }), {
       log: (l) => addLines([l]),
       end: (d, _ev, close) => {
