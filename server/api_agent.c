@@ -169,7 +169,8 @@ enum rc api_agent_join(struct srv_req *req)
     char h[CRYPTO_SHA256_HEX_LEN + 1], cred[80], ch[CRYPTO_SHA256_HEX_LEN + 1],
         target[AUDIT_TARGET_SIZE], id[24];
     char *labels = NULL;
-    int64_t node_id = 0;
+    int64_t node_id = 0, token_id = 0;
+    int retry = 0;
     enum rc rc;
 
     if ((rc = api_body_object(req, allowed)) != RC_OK ||
@@ -205,7 +206,8 @@ enum rc api_agent_join(struct srv_req *req)
         return RC_ENOMEM;
     if ((rc = api_begin(req)) != RC_OK)
         goto out;
-    rc = db_join_token_use(req->db, h, req->req_id);
+    /* A retry whose first answer was lost spends no use (db_agent.h). */
+    rc = db_join_token_use(req->db, h, name, &token_id, &retry, req->req_id);
     if (rc == RC_EAUTH) {
         api_end(req, RC_EAUTH);
         (void)audit_append_alone(req, "node.join", target, "failure", NULL);
@@ -213,9 +215,10 @@ enum rc api_agent_join(struct srv_req *req)
         goto out;
     }
     if (rc == RC_OK)
-        rc = db_node_join(req->db, name, host ? host : "", addr, labels, ch, &node_id, req->req_id);
+        rc = db_node_join(req->db, name, host ? host : "", addr, labels, ch, token_id, &node_id,
+                          req->req_id);
     if (rc == RC_OK) {
-        json_t *d = json_pack("{s:s}", "addr", addr);
+        json_t *d = json_pack("{s:s,s:b}", "addr", addr, "retry", retry);
         rc = audit_append_req(req, "node.join", target, "success", d);
         json_decref(d);
     }

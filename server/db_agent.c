@@ -31,33 +31,51 @@ enum rc db_join_token_create(PGconn *c, int64_t created_by, int64_t ttl_s, int64
                          4, p, 1, out, req_id);
 }
 
-enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *req_id)
+enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *name, int64_t *token_id,
+                          int *retry, const char *req_id)
 {
-    const char *p[] = {token_hash};
+    const char *p[] = {token_hash, name};
     PGresult *r = db_exec(c,
                           "UPDATE join_tokens SET uses_left = uses_left - 1 WHERE token_hash = $1 "
                           "AND uses_left > 0 AND expires_at > now() RETURNING id",
                           1, p);
     enum rc rc = db_result_rc(r, req_id);
 
-    if (rc == RC_OK && PQntuples(r) != 1)
-        rc = RC_EAUTH;
+    *retry = 0;
+    if (rc == RC_OK && PQntuples(r) != 1) {
+        PQclear(r);
+        /* The node's row is locked so that two retries cannot both take it. */
+        r = db_exec(c,
+                    "SELECT t.id FROM join_tokens t JOIN nodes n ON n.join_token_id = t.id "
+                    "WHERE t.token_hash = $1 AND n.name = $2 AND NOT n.credential_used AND "
+                    "t.expires_at > now() FOR UPDATE OF n",
+                    2, p);
+        rc = db_result_rc(r, req_id);
+        if (rc == RC_OK && PQntuples(r) != 1)
+            rc = RC_EAUTH;
+        if (rc == RC_OK)
+            *retry = 1;
+    }
+    if (rc == RC_OK)
+        rc = db_parse_i64(PQgetvalue(r, 0, 0), token_id);
     PQclear(r);
     return rc;
 }
 
 enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const char *addr,
-                     const char *labels, const char *cred_hash, int64_t *node_id,
+                     const char *labels, const char *cred_hash, int64_t token_id, int64_t *node_id,
                      const char *req_id)
 {
-    const char *p[] = {name, hostname, addr, labels, cred_hash};
+    char tid[24];
+    const char *p[] = {name, hostname, addr, labels, cred_hash, db_i64(token_id, tid, sizeof(tid))};
     PGresult *r = db_exec(c,
-                          "INSERT INTO nodes (name, hostname, addr, labels, credential_hash) "
-                          "VALUES ($1, $2, $3, $4::jsonb, $5) ON CONFLICT (name) DO UPDATE SET "
-                          "hostname = EXCLUDED.hostname, addr = EXCLUDED.addr, labels = "
-                          "EXCLUDED.labels, credential_hash = EXCLUDED.credential_hash "
-                          "RETURNING id",
-                          5, p);
+                          "INSERT INTO nodes (name, hostname, addr, labels, credential_hash, "
+                          "join_token_id, credential_used) VALUES ($1, $2, $3, $4::jsonb, $5, $6, "
+                          "false) ON CONFLICT (name) DO UPDATE SET hostname = EXCLUDED.hostname, "
+                          "addr = EXCLUDED.addr, labels = EXCLUDED.labels, credential_hash = "
+                          "EXCLUDED.credential_hash, join_token_id = EXCLUDED.join_token_id, "
+                          "credential_used = false RETURNING id",
+                          6, p);
     enum rc rc = db_result_rc(r, req_id);
 
     if (rc == RC_OK)
@@ -119,6 +137,7 @@ enum rc db_node_register(PGconn *c, int64_t node_id, const json_t *body, const c
         r = db_exec(c,
                     "UPDATE nodes n SET hostname = $2, addr = $3, labels = coalesce($4::jsonb, "
                     "n.labels), cpus = $5, memory_mb = $6, version = $7, last_seen_at = now(), "
+                    "credential_used = true, "
                     "generation = n.generation + 1, site_id = coalesce($8::bigint, n.site_id), "
                     "state = CASE WHEN n.admin_drained THEN 'draining' ELSE 'ready' END, "
                     "capabilities = $9::jsonb, interconnect = $10::jsonb, nccl_probe = "

@@ -21,12 +21,23 @@
 enum rc db_join_token_create(PGconn *c, int64_t created_by, int64_t ttl_s, int64_t uses,
                              const char *token_hash, json_t **out, const char *req_id) TY_WUR;
 
-/* Use one use of a join token; RC_EAUTH when unknown, expired or used up. */
-enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *req_id) TY_WUR;
+/*
+ * Use one use of a join token for node name: *token_id receives the token's
+ * id and *retry 0. When the token has no use left but is the unexpired
+ * token node name joined with and that node never registered with the
+ * credential it got (its answer was lost; migration 016), nothing is spent,
+ * the node's row is locked and *retry is 1. RC_EAUTH otherwise (unknown,
+ * expired, used up).
+ */
+enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *name, int64_t *token_id,
+                          int *retry, const char *req_id) TY_WUR;
 
-/* Create the node or give an existing one of that name a new credential. */
+/*
+ * Create the node or give an existing one of that name a new credential,
+ * not yet used, joined with token_id.
+ */
 enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const char *addr,
-                     const char *labels, const char *cred_hash, int64_t *node_id,
+                     const char *labels, const char *cred_hash, int64_t token_id, int64_t *node_id,
                      const char *req_id) TY_WUR;
 
 /*
