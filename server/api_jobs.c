@@ -14,6 +14,7 @@
 #include "app.h"
 #include "audit_target.h"
 #include "cache.h"
+#include "crypto.h"
 #include "db.h"
 #include "db_agent.h"
 #include "db_audit.h"
@@ -149,18 +150,90 @@ out:
     return rc;
 }
 
+/* The longest Idempotency-Key taken; a UUID is 36 characters. */
+#define IDEMPOTENCY_KEY_MAX 200
+
+/*
+ * The submit's Idempotency-Key header (borrowed, NULL when absent) and the
+ * SHA-256 of the request body it goes with, into hash. A key that is empty,
+ * too long, or not printable ASCII is a 400 naming the header.
+ */
+static enum rc idempotency_key(struct srv_req *req, const char **key,
+                               char hash[CRYPTO_SHA256_HEX_LEN + 1])
+{
+    const char *k = srv_header(req, "Idempotency-Key");
+    char *text;
+    size_t n;
+
+    *key = NULL;
+    hash[0] = '\0';
+    if (k == NULL)
+        return RC_OK;
+    n = strlen(k);
+    if (n == 0 || n > IDEMPOTENCY_KEY_MAX)
+        return srv_fail(req, RC_EINVAL, "Idempotency-Key",
+                        "the Idempotency-Key header must be 1 to %d characters",
+                        IDEMPOTENCY_KEY_MAX);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] < 0x21 || (unsigned char)k[i] > 0x7e)
+            return srv_fail(req, RC_EINVAL, "Idempotency-Key",
+                            "the Idempotency-Key header must be printable ASCII without spaces");
+    /* Sorted keys: the same request however its client ordered the fields. */
+    text = json_dumps(req->body, JSON_COMPACT | JSON_SORT_KEYS);
+    if (text == NULL)
+        return RC_ENOMEM;
+    crypto_sha256_hex(text, strlen(text), hash);
+    free(text);
+    *key = k;
+    return RC_OK;
+}
+
+/*
+ * Answer a submit whose key already made job_id: with the same request, 200
+ * and that job as it is now (201 was the first answer); with another, 409.
+ * Nothing is written either way.
+ */
+static enum rc reply_repeated(struct srv_req *req, int64_t job_id, int same_request)
+{
+    json_t *row = NULL;
+    enum rc rc;
+
+    if (!same_request)
+        return srv_fail(req, RC_ECONFLICT, "Idempotency-Key",
+                        "this Idempotency-Key was sent with another request, which made job "
+                        "%lld; use a new key for a new job",
+                        (long long)job_id);
+    if ((rc = db_job_get(req->db, job_id, &row, req->req_id)) != RC_OK)
+        return rc;
+    return srv_reply(req, 200, row);
+}
+
 enum rc api_job_submit(struct srv_req *req)
 {
     struct jobspec *spec = NULL;
     struct db_job_compliance comp = {0};
     json_t *spec_json = NULL, *row = NULL, *d = NULL, *expanded = NULL, *plan = NULL;
-    int64_t team_id = 0;
-    int member = 1;
-    char actor[96], target[AUDIT_TARGET_SIZE];
+    int64_t team_id = 0, prior_job = 0;
+    int member = 1, same_request = 0;
+    const char *ikey = NULL;
+    char actor[96], target[AUDIT_TARGET_SIZE], ihash[CRYPTO_SHA256_HEX_LEN + 1];
     enum rc rc;
 
     if (req->body == NULL)
         return srv_fail(req, RC_EINVAL, "", "the body must be a job spec (a JSON object)");
+    if ((rc = idempotency_key(req, &ikey, ihash)) != RC_OK)
+        return rc;
+    /* A repeat (its answer lost, a double click) gets the job the first
+     * made, even if the same request would be refused now (a quota used
+     * up since): looked up before any check. Outside a transaction the
+     * key's lock is held for the lookup only; the transaction below looks
+     * again under the lock, for two first submits racing. */
+    if (ikey != NULL) {
+        rc = db_job_idempotency_find(req->db, req->who.user_id, ikey, ihash, &prior_job,
+                                     &same_request, req->req_id);
+        if (rc != RC_OK || prior_job != 0)
+            return rc != RC_OK ? rc : reply_repeated(req, prior_job, same_request);
+    }
     /* With "template" and no "command" the template makes the command; a
      * spec with a command (a template's "job", a clone of a stored job) is
      * taken as it is, its "template" and "params" kept as the record. */
@@ -197,8 +270,23 @@ enum rc api_job_submit(struct srv_req *req)
     srv_actor(req, actor, sizeof(actor));
     if ((rc = api_begin(req)) != RC_OK)
         goto out;
-    rc = db_job_insert(req->db, spec, spec_json, team_id, req->who.user_id, actor, &comp, &row,
-                       req->req_id);
+    if (ikey != NULL)
+        rc = db_job_idempotency_find(req->db, req->who.user_id, ikey, ihash, &prior_job,
+                                     &same_request, req->req_id);
+    if (rc == RC_OK && prior_job != 0) {
+        (void)api_end(req, RC_ECONFLICT); /* roll back: a repeat writes nothing */
+        rc = reply_repeated(req, prior_job, same_request);
+        goto out;
+    }
+    if (rc == RC_OK)
+        rc = db_job_insert(req->db, spec, spec_json, team_id, req->who.user_id, actor, &comp, &row,
+                           req->req_id);
+    if (rc == RC_OK && ikey != NULL) {
+        int64_t jid = 0;
+        rc = db_parse_i64(json_string_value(json_object_get(row, "id")), &jid);
+        if (rc == RC_OK)
+            rc = db_job_idempotency_set(req->db, jid, ikey, ihash, req->req_id);
+    }
     if (rc == RC_OK && plan != NULL) {
         int64_t jid = 0;
         rc = db_parse_i64(json_string_value(json_object_get(row, "id")), &jid);

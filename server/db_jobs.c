@@ -137,6 +137,47 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
     return rc;
 }
 
+enum rc db_job_idempotency_find(PGconn *c, int64_t user_id, const char *key,
+                                const char *request_hash, int64_t *job_id, int *same,
+                                const char *req_id)
+{
+    char u[24];
+    const char *p[] = {db_i64(user_id, u, sizeof(u)), key};
+    PGresult *res;
+    enum rc rc;
+
+    *job_id = 0;
+    *same = 0;
+    /* 64-bit hash of user and key: another key sharing it only waits. */
+    rc = db_exec_ok(c, req_id,
+                    "SELECT pg_advisory_xact_lock(hashtextextended('job-idempotency:' || $1 || "
+                    "':' || $2, 0))",
+                    2, p);
+    if (rc != RC_OK)
+        return rc;
+    res = db_exec(c,
+                  "SELECT id, idempotency_hash FROM jobs WHERE user_id = $1 AND "
+                  "idempotency_key = $2",
+                  2, p);
+    rc = db_result_rc(res, req_id);
+    if (rc == RC_OK && PQntuples(res) == 1) {
+        rc = db_parse_i64(PQgetvalue(res, 0, 0), job_id);
+        *same = strcmp(PQgetvalue(res, 0, 1), request_hash) == 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+enum rc db_job_idempotency_set(PGconn *c, int64_t job_id, const char *key, const char *request_hash,
+                               const char *req_id)
+{
+    char j[24];
+    const char *p[] = {db_i64(job_id, j, sizeof(j)), key, request_hash};
+    return db_exec_ok(c, req_id,
+                      "UPDATE jobs SET idempotency_key = $2, idempotency_hash = $3 WHERE id = $1",
+                      3, p);
+}
+
 enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id)
 {
     char ids[24];

@@ -53,6 +53,21 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
                       const struct db_job_compliance *comp, json_t **out,
                       const char *req_id) TY_WUR;
 
+/*
+ * The job user_id submitted with Idempotency-Key key (migration 017), in the
+ * open transaction. The key is locked first, until the transaction ends (an
+ * advisory lock), so that two submits with one key run one after the other
+ * and the second finds the first's job. *job_id is 0 when there is none;
+ * else *same is 1 when that job's request had request_hash.
+ */
+enum rc db_job_idempotency_find(PGconn *c, int64_t user_id, const char *key,
+                                const char *request_hash, int64_t *job_id, int *same,
+                                const char *req_id) TY_WUR;
+
+/* Record key and request_hash on job_id (just inserted by the same user). */
+enum rc db_job_idempotency_set(PGconn *c, int64_t job_id, const char *key, const char *request_hash,
+                               const char *req_id) TY_WUR;
+
 /* One job with its spec, team, user and site names. RC_ENOTFOUND if missing. */
 enum rc db_job_get(PGconn *c, int64_t id, json_t **out, const char *req_id) TY_WUR;
 
