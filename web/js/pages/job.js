@@ -8,7 +8,7 @@
 //   checkpoints, restarts and why, the NCCL settings, export requests.
 // Polled every 3 s while the job lives (once more after it ends); the log
 // stream ends with the job. Everything stops when the user leaves.
-import { get, post, qs } from '../api.js';
+import { get, post, qs, submitJob } from '../api.js';
 import { h, replace, fmtTime, stateBadge } from '../dom.js';
 import { t, has, fmtNum, fmtBytes } from '../i18n.js';
 import { errorBox, liveTable, section, TERMINAL } from '../ui.js';
@@ -44,7 +44,7 @@ export function render(main, ctx) {
     resubmitBtn.disabled = true;
     try {
       const spec = Object.assign({}, job.spec);
-      const j = await post('/jobs', spec);
+      const j = await submitJob(spec);
       location.hash = '#/jobs/' + j.id;
     } catch (e) { replace(msg, errorBox(e)); resubmitBtn.disabled = false; }
   });

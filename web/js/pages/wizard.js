@@ -15,7 +15,7 @@
 // An API refusal is shown by its code in the page's language, on the step
 // and field it names (datasets -> 2, resources -> 3, strategy/model ->
 // 4, params.* -> 5, name/team -> 6, template/command -> 1).
-import { get, post } from '../api.js';
+import { get, post, submitJob } from '../api.js';
 import { h, replace } from '../dom.js';
 import { t, tr, has, fmtNum, fmtBytes, fmtDuration } from '../i18n.js';
 import { errorBox, field, markField, clearMarks } from '../ui.js';
@@ -30,6 +30,9 @@ const NO_WHATIF = 'ty.no_what_if'; // the server answered 404 once: do not ask a
 // Which step an API field belongs to.
 export function stepOfField(f) {
   const s = String(f || '');
+  // No field (the network, a 5xx, a key conflict): stay where "start" is,
+  // so that pressing it again is the retry.
+  if (!s || s === 'Idempotency-Key') return 'review';
   if (/^datasets|^site/.test(s)) return 'dataset';
   if (/^resources/.test(s)) return 'gpus';
   if (/^(strategy|model|global_batch|optimizer)/.test(s)) return 'strategy';
@@ -358,7 +361,7 @@ export function render(main, ctx) {
     if (!st.tpl && !s.command.length) { go('template'); markField(fields, { code: 'invalid_argument', field: 'command' }); return; }
     starting = true; btn.disabled = true;
     try {
-      const job = await post('/jobs', s);
+      const job = await submitJob(s);
       location.hash = '#/jobs/' + job.id;
     } catch (e) {
       starting = false; btn.disabled = false;
