@@ -26,6 +26,7 @@ struct cli_client {
     char *csrf;                  /* "X-CSRF-Token: ..." or NULL */
     char set_cookie[COOKIE_MAX]; /* the last Set-Cookie's name=value; a secret */
     char *ca_file;               /* TRAINYARD_CA_FILE: PEM bundle for https; NULL = system */
+    char *idempotency;           /* "Idempotency-Key: ..." or NULL */
 };
 
 struct reply_buf {
@@ -118,6 +119,15 @@ static char *header(const char *name, const char *value)
     return h;
 }
 
+enum rc cli_client_idempotency_key(struct cli_client *c, const char *key)
+{
+    free(c->idempotency);
+    c->idempotency = NULL;
+    if (key != NULL && (c->idempotency = header("Idempotency-Key", key)) == NULL)
+        return RC_ENOMEM;
+    return RC_OK;
+}
+
 enum rc cli_client_session(struct cli_client *c, const char *cookie, const char *csrf)
 {
     crypto_free_secret(c->cookie);
@@ -147,6 +157,7 @@ void cli_client_free(struct cli_client *c)
     free(c->csrf);
     free(c->base);
     free(c->ca_file);
+    free(c->idempotency);
     free(c);
 }
 
@@ -207,7 +218,8 @@ static struct curl_slist *headers(const struct cli_client *c, int body, const ch
                            body ? "Content-Type: application/json" : NULL,
                            c->auth,
                            c->cookie,
-                           c->csrf};
+                           c->csrf,
+                           c->idempotency};
     char lid[128];
 
     /* A header that could not be added would change the request: fail. */

@@ -44,6 +44,9 @@ const char *cli_client_url(const struct cli_client *c);
  * NULL) with later requests: a browser session, for login. Copied. */
 enum rc cli_client_session(struct cli_client *c, const char *cookie, const char *csrf) TY_WUR;
 
+/* Sends "Idempotency-Key: key" with later requests (copied; NULL stops it). */
+enum rc cli_client_idempotency_key(struct cli_client *c, const char *key) TY_WUR;
+
 /* The "name=value" of the last Set-Cookie the server sent (borrowed,
  * valid until the next request), or NULL. */
 const char *cli_client_set_cookie(const struct cli_client *c);

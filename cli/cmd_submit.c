@@ -5,10 +5,14 @@
  * (GET /api/v1/templates/{id}) so that each --param goes with its type;
  * the server checks the values and its refusal is shown with its field.
  *
- *   trainyard submit FILE|- [--json] [--server URL]
+ *   trainyard submit FILE|- [--idempotency-key KEY] [--json] [--server URL]
  *   trainyard submit --template ID [--param NAME=VALUE ...]
  *                    [--dataset PATH_OR_NAME ...] [--gpus N] [--team T]
- *                    [--name N] [--server URL] [--json]
+ *                    [--name N] [--idempotency-key KEY] [--server URL] [--json]
+ *
+ * With --idempotency-key the command may be run again after it could not
+ * tell whether the job was made (exit 6, the server unreachable or 5xx):
+ * the server answers the job the first run made (200) instead of a new one.
  *
  * Exit codes: cli.h (0 submitted; a refusal by its status: 1 a bad value,
  * 3 auth, 5 policy or quota, 6 the server down).
@@ -24,10 +28,11 @@
 
 static void submit_usage(FILE *f)
 {
-    fprintf(f, "usage: trainyard submit FILE [--json] [--server URL]\n"
+    fprintf(f, "usage: trainyard submit FILE [--idempotency-key KEY] [--json] [--server URL]\n"
                "       trainyard submit --template ID [--param NAME=VALUE ...]\n"
                "                        [--dataset PATH_OR_NAME ...] [--gpus N] [--team T]\n"
-               "                        [--name N] [--server URL] [--json]\n"
+               "                        [--name N] [--idempotency-key KEY] [--server URL]\n"
+               "                        [--json]\n"
                "Submit the job spec in FILE (JSON, - for stdin; README \"A job spec\"), or a\n"
                "job from one of the server's templates ('trainyard templates'):\n"
                "the server fills in the command, env and strategy, and checks each\n"
@@ -35,7 +40,10 @@ static void submit_usage(FILE *f)
                "site's storage or a registered dataset's name; --gpus overrides the\n"
                "template's default. Prints the new job's id (--json: the job).\n"
                "The server's refusal names the field (e.g. params.steps); exit codes as\n"
-               "'trainyard help' lists them.\n");
+               "'trainyard help' lists them. With --idempotency-key KEY (any 1 to 200\n"
+               "printable characters, new for each job) the same command may be run\n"
+               "again when it could not tell whether the job was made: the server\n"
+               "answers the job the first run made instead of making another.\n");
 }
 
 /* The template's "params" (new reference in *schema, NULL when the
@@ -97,6 +105,11 @@ int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
         goto out;
     if ((code = cli_connect(o->server, &c, err)) != CLI_EXIT_OK)
         goto out;
+    if (o->idempotency_key != NULL && cli_client_idempotency_key(c, o->idempotency_key) != RC_OK) {
+        cli_errf(err, M_OOM);
+        code = CLI_EXIT_FAIL;
+        goto out;
+    }
     if (o->file == NULL) {
         if ((code = read_schema(c, o->template_id, &schema, err)) != CLI_EXIT_OK)
             goto out;
@@ -111,7 +124,8 @@ int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
         code = cli_exit_for_rc(rc);
         goto out;
     }
-    if (status != 201) {
+    /* 200: the job an earlier run with this --idempotency-key made. */
+    if (status != 201 && !(status == 200 && o->idempotency_key != NULL)) {
         code = cli_refused(err, M_W_SUBMIT, status, resp);
         goto out;
     }

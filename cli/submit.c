@@ -157,6 +157,11 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *o, FILE *err
         } else if (!missing && (v = opt_value(argc, argv, &i, "--server", &missing)) != NULL) {
             if (want_text("--server", v, &o->server, err) != 0)
                 return -1;
+        } else if (!missing &&
+                   (v = opt_value(argc, argv, &i, "--idempotency-key", &missing)) != NULL) {
+            /* The server checks the characters and answers on its field. */
+            if (want_text("--idempotency-key", v, &o->idempotency_key, err) != 0)
+                return -1;
         } else if (missing) {
             cli_errf(err, M_NEEDS_VALUE, a);
             return -1;

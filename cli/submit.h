@@ -25,13 +25,14 @@ struct cli_param {
 };
 
 struct cli_submit_opts {
-    const char *server;      /* borrowed: --server, NULL when not given */
-    const char *template_id; /* borrowed: --template (this or file) */
-    const char *file;        /* borrowed: a job spec file, "-" for stdin (this or template) */
-    const char *team;        /* borrowed: --team, NULL: the server's choice */
-    const char *name;        /* borrowed: --name, NULL: the template's id */
-    long gpus;               /* --gpus, 0: the template's default */
-    int json;                /* --json: print the created job as JSON */
+    const char *server;          /* borrowed: --server, NULL when not given */
+    const char *template_id;     /* borrowed: --template (this or file) */
+    const char *file;            /* borrowed: a job spec file, "-" for stdin (this or template) */
+    const char *team;            /* borrowed: --team, NULL: the server's choice */
+    const char *name;            /* borrowed: --name, NULL: the template's id */
+    const char *idempotency_key; /* borrowed: --idempotency-key, NULL: none */
+    long gpus;                   /* --gpus, 0: the template's default */
+    int json;                    /* --json: print the created job as JSON */
     size_t n_params;
     struct cli_param params[CLI_MAX_PARAMS]; /* in the order given */
     size_t n_datasets;

@@ -38,7 +38,7 @@ _trainyard() {
     case "$cmd" in
         login) opts="--user --json --help" ;;
         logout) opts="--json --help" ;;
-        submit) opts="--template --param --dataset --gpus --team --name $common"
+        submit) opts="--template --param --dataset --gpus --team --name --idempotency-key $common"
                 if [[ $cur != -* ]]; then
                     mapfile -t COMPREPLY < <(compgen -f -X '!*.json' -- "$cur"; compgen -d -- "$cur")
                     return 0

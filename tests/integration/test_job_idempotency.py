@@ -13,9 +13,15 @@
   name it (one 201, seven 200)
 - a key that is empty, too long or not printable ASCII is a 400 on the
   field and writes nothing; without a key every submit makes a job
+- `trainyard submit FILE --idempotency-key K` run twice prints the same
+  job (exit 0 both times); the key with another file is refused, naming
+  the header, exit non-zero
 """
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -118,6 +124,31 @@ class JobIdempotencyTest(ServerTest):
         for _ in range(2):
             self.assertEqual(self.admin.post("/api/v1/jobs", body)[0], 201)
         self.assertEqual(self.jobs_named("idem-bad"), 3)
+
+    def test_cli(self):
+        tok = self.admin.post("/api/v1/tokens", {"name": "idem-cli"})[1]["token"]
+        env = dict(os.environ, TRAINYARD_URL=self.server.url, TRAINYARD_TOKEN=tok, LANG="C.UTF-8",
+                   HOME=tempfile.mkdtemp(prefix="ty-idem-home-"))
+        spec = {"name": "idem-cli", "team": "idem", "command": ["/bin/sleep", "600"],
+                "resources": {"gpus": 1}}
+        path = os.path.join(tempfile.mkdtemp(prefix="ty-idem-"), "job.json")
+
+        def submit(body, key):
+            with open(path, "w") as f:
+                json.dump(body, f)
+            return subprocess.run([harness.CLI_BIN, "submit", path, "--idempotency-key", key,
+                                   "--json"], capture_output=True, text=True, env=env,
+                                  timeout=60)
+        first = submit(spec, "cli-key")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        again = submit(spec, "cli-key")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(json.loads(again.stdout)["id"], json.loads(first.stdout)["id"])
+        self.assertEqual(self.jobs_named("idem-cli"), 1)
+        other = submit(dict(spec, name="idem-cli-2"), "cli-key")
+        self.assertNotEqual(other.returncode, 0)
+        self.assertIn("Idempotency-Key", other.stderr)
+        self.assertEqual(self.jobs_named("idem-cli-2"), 0)
 
 
 if __name__ == "__main__":

@@ -151,16 +151,26 @@ static void test_parse_job_file(void **state)
 {
     (void)state;
     struct cli_submit_opts o;
-    char *file[] = {"submit", "job.json", "--json", "--server", "http://h:1"};
+    char *file[] = {"submit",
+                    "job.json",
+                    "--json",
+                    "--server",
+                    "http://h:1",
+                    "--idempotency-key",
+                    "nightly-2026-12-01"};
     char *stdin_file[] = {"submit", "-"};
+    char *empty_key[] = {"submit", "job.json", "--idempotency-key="};
 
     assert_int_equal(parse(ARGC(file), file, &o), 0);
     assert_string_equal(o.file, "job.json");
+    assert_string_equal(o.idempotency_key, "nightly-2026-12-01");
     assert_null(o.template_id);
     assert_int_equal(o.json, 1);
     assert_string_equal(o.server, "http://h:1");
     assert_int_equal(parse(ARGC(stdin_file), stdin_file, &o), 0);
     assert_string_equal(o.file, "-");
+    assert_null(o.idempotency_key);
+    expect_usage_error(ARGC(empty_key), empty_key, "--idempotency-key");
 }
 
 static void test_templates_parse(void **state)
