@@ -141,7 +141,9 @@ if [ -f docs/api/index.html ]; then
     fi
   done
 fi
-cp -r templates "$d/usr/share/trainyard/templates"
+# The templates themselves; templates/README.md is for whoever writes one.
+install -d "$d/usr/share/trainyard/templates"
+install -m 0644 templates/*.json "$d/usr/share/trainyard/templates/"
 install -D -m 0644 packaging/systemd/trainyard-server.service "$d/lib/systemd/system/trainyard-server.service"
 install -D -m 0640 packaging/etc/server.conf "$d/etc/trainyard/server.conf"
 install -D -m 0600 packaging/etc/trainyard-server.default "$d/etc/default/trainyard-server"
