@@ -46,10 +46,36 @@ struct db {
     pthread_cond_t freed;
 };
 
+/*
+ * How soon a session whose peer vanished (a host powered off, a cable
+ * pulled: no FIN, no RST) is given up, on both ends. Linux's defaults wait
+ * about two hours, and PostgreSQL keeps a dead session's locks until it
+ * notices: the scheduling leader's advisory lock among them, so a vanished
+ * leader host would stop scheduling for two hours. Idle 5 s, then a probe
+ * every 2 s, 3 unanswered: about 11 s; data unacknowledged for 10 s gives up
+ * too. On a Unix socket all of it is ignored.
+ */
+#define DB_KEEPALIVE_IDLE_S "5"
+#define DB_KEEPALIVE_INTERVAL_S "2"
+#define DB_KEEPALIVE_COUNT "3"
+#define DB_TCP_USER_TIMEOUT_MS "10000"
+
 static PGconn *connect_url(const char *url)
 {
-    const char *keys[] = {"dbname", "application_name", "connect_timeout", NULL};
-    const char *vals[] = {url, "trainyard-server", "5", NULL};
+    /* The keepalive keys come before dbname, so that the same keys in the
+     * URL (a site's own choice) override them. */
+    const char *keys[] = {"keepalives",       "keepalives_idle",  "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout", "dbname",
+                          "application_name", "connect_timeout",  NULL};
+    const char *vals[] = {"1",
+                          DB_KEEPALIVE_IDLE_S,
+                          DB_KEEPALIVE_INTERVAL_S,
+                          DB_KEEPALIVE_COUNT,
+                          DB_TCP_USER_TIMEOUT_MS,
+                          url,
+                          "trainyard-server",
+                          "5",
+                          NULL};
     PGconn *c = PQconnectdbParams(keys, vals, 1);
 
     if (c != NULL && PQstatus(c) != CONNECTION_OK) {
@@ -59,6 +85,19 @@ static PGconn *connect_url(const char *url)
     }
     if (c != NULL) {
         PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'");
+        PQclear(r);
+        /* The server's end of the session probes this client the same way,
+         * so that PostgreSQL ends the session of a vanished replica and
+         * frees its locks in seconds (the client settings above only make
+         * this end give up). Apart from the time zone: one statement list
+         * is one transaction, and a server without one of these settings
+         * must not lose the time zone with it. */
+        r = PQexec(c, "SET tcp_keepalives_idle = " DB_KEEPALIVE_IDLE_S
+                      "; SET tcp_keepalives_interval = " DB_KEEPALIVE_INTERVAL_S
+                      "; SET tcp_keepalives_count = " DB_KEEPALIVE_COUNT
+                      "; SET tcp_user_timeout = " DB_TCP_USER_TIMEOUT_MS);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            LOG_WARN("db", "session settings refused", "error=\"%s\"", PQerrorMessage(c));
         PQclear(r);
     }
     return c;

@@ -142,7 +142,13 @@ static void *loop_main(void *arg)
             last_pass_ms = srv_now_ms();
         }
         if (PQstatus(c) != CONNECTION_OK) {
-            /* The session (and with it the lock) is gone: start over. */
+            /* The session (and with it the lock) is gone: start over. A
+             * session cut off from PostgreSQL is given up in about 11 s
+             * on both ends (db.c, keepalives), so another replica leads by
+             * then. */
+            if (leader)
+                LOG_WARN("sched", "lost the scheduling lock's session; another replica may lead",
+                         "");
             db_release(app->db, c);
             c = NULL;
             leader = 0;
