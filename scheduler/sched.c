@@ -852,21 +852,18 @@ static int place_combined(struct pass *P, const struct sched_job *j)
 
 /* ---------- ordering ---------- */
 
-struct okey {
-    int64_t k1, k2, k3;
-    int i;
-};
-
-static int cmp_okey(const void *a, const void *b)
+int sched_sort_key_cmp(const void *a, const void *b)
 {
-    const struct okey *x = a, *y = b;
+    const struct sched_sort_key *x = a, *y = b;
     if (x->k1 != y->k1)
         return x->k1 < y->k1 ? -1 : 1;
     if (x->k2 != y->k2)
         return x->k2 < y->k2 ? -1 : 1;
     if (x->k3 != y->k3)
         return x->k3 < y->k3 ? -1 : 1;
-    return x->i - y->i;
+    if (x->k4 != y->k4)
+        return x->k4 < y->k4 ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
 }
 
 /*
@@ -921,7 +918,7 @@ bool sched_pick_before(const struct sched_policy *pol, const struct sched_pick *
 static enum rc sort_jobs(struct pass *P, int *ix, size_t m, int kind)
 {
     const struct sched_job *J = P->q->jobs;
-    struct okey *k = NULL;
+    struct sched_sort_key *k = NULL;
     bool sorted = true;
 
     if (m < 2)
@@ -952,12 +949,13 @@ static enum rc sort_jobs(struct pass *P, int *ix, size_t m, int kind)
             k[i].k2 = 0;
         }
         k[i].k3 = j->id;
+        k[i].k4 = 0;
         k[i].i = ix[i];
-        if (i > 0 && sorted && cmp_okey(&k[i - 1], &k[i]) > 0)
+        if (i > 0 && sorted && sched_sort_key_cmp(&k[i - 1], &k[i]) > 0)
             sorted = false;
     }
     if (!sorted) {
-        qsort(k, m, sizeof(*k), cmp_okey);
+        qsort(k, m, sizeof(*k), sched_sort_key_cmp);
         for (size_t i = 0; i < m; i++)
             ix[i] = k[i].i;
     }

@@ -500,32 +500,11 @@ static enum rc apply(struct sim *S, const struct sched_decisions *d, int64_t t)
     return RC_OK;
 }
 
-struct okey_f {
-    int64_t start;
-    int prio;
-    int64_t submit, id;
-    size_t i;
-};
-
-static int cmp_okey_f(const void *a, const void *b)
-{
-    const struct okey_f *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->prio != y->prio)
-        return x->prio > y->prio ? -1 : 1;
-    if (x->submit != y->submit)
-        return x->submit < y->submit ? -1 : 1;
-    if (x->id != y->id)
-        return x->id < y->id ? -1 : 1;
-    return x->i < y->i ? -1 : (x->i > y->i);
-}
-
 /* Put the output in scheduling order and name the job ahead of PRIORITY waits. */
 static enum rc order_output(struct sim *S, const struct sched_queue *q0, const long *in_of_out,
                             int64_t res_job)
 {
-    struct okey_f *k = malloc((S->nout ? S->nout : 1) * sizeof(*k));
+    struct sched_sort_key *k = malloc((S->nout ? S->nout : 1) * sizeof(*k));
     struct sched_forecast_job *o = malloc((S->nout ? S->nout : 1) * sizeof(*o));
     int64_t first_waiting = 0;
 
@@ -536,9 +515,11 @@ static enum rc order_output(struct sim *S, const struct sched_queue *q0, const l
     }
     for (size_t i = 0; i < S->nout; i++) {
         const struct sched_job *j = &q0->jobs[in_of_out[i]];
-        k[i] = (struct okey_f){S->out[i].start_ms, (int)j->prio, j->submit_ms, j->id, i};
+        /* start, then higher priority first, then submit and id */
+        k[i] = (struct sched_sort_key){S->out[i].start_ms, -(int64_t)j->prio, j->submit_ms, j->id,
+                                       (int)i};
     }
-    qsort(k, S->nout, sizeof(*k), cmp_okey_f);
+    qsort(k, S->nout, sizeof(*k), sched_sort_key_cmp);
     for (size_t p = 0; p < S->nout; p++) {
         o[p] = S->out[k[p].i];
         o[p].position = p;

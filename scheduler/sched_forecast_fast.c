@@ -644,25 +644,6 @@ static int pass_at(struct fsim *F, int64_t t)
 
 /* ---------- loading ---------- */
 
-struct skey {
-    int64_t k1, k2, k3, k4;
-    int i;
-};
-
-static int cmp_skey(const void *a, const void *b)
-{
-    const struct skey *x = a, *y = b;
-    if (x->k1 != y->k1)
-        return x->k1 < y->k1 ? -1 : 1;
-    if (x->k2 != y->k2)
-        return x->k2 < y->k2 ? -1 : 1;
-    if (x->k3 != y->k3)
-        return x->k3 < y->k3 ? -1 : 1;
-    if (x->k4 != y->k4)
-        return x->k4 < y->k4 ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
-}
-
 /* Teams: every id of the teams, the running and the queued jobs, sorted. */
 static int load_teams(struct fsim *F)
 {
@@ -712,7 +693,7 @@ static int load_order(struct fsim *F)
     const struct sched_policy *pol = S->pol;
     size_t nq = S->nq;
     bool fair = pol->kind == KIND_FAIR;
-    struct skey *k = malloc((nq ? nq : 1) * sizeof(*k));
+    struct sched_sort_key *k = malloc((nq ? nq : 1) * sizeof(*k));
     int rc = -1;
 
     F->nclass = fair ? 3 : 1;
@@ -744,7 +725,7 @@ static int load_order(struct fsim *F)
         k[i].i = (int)i;
         F->bstart[b + 1]++;
     }
-    qsort(k, nq, sizeof(*k), cmp_skey);
+    qsort(k, nq, sizeof(*k), sched_sort_key_cmp);
     for (size_t i = 0; i < nq; i++)
         F->border[i] = k[i].i;
     for (size_t b = 1; b <= F->nb; b++)
@@ -763,7 +744,7 @@ static int load_order(struct fsim *F)
         k[i].k4 = 0;
         k[i].i = (int)i;
     }
-    qsort(k, nq, sizeof(*k), cmp_skey);
+    qsort(k, nq, sizeof(*k), sched_sort_key_cmp);
     F->jrank = malloc((nq ? nq : 1) * sizeof(*F->jrank));
     if (F->jrank == NULL)
         goto out;
@@ -777,7 +758,7 @@ static int load_order(struct fsim *F)
         k[i].k4 = F->jrank[i];
         k[i].i = (int)i;
     }
-    qsort(k, nq, sizeof(*k), cmp_skey);
+    qsort(k, nq, sizeof(*k), sched_sort_key_cmp);
     F->nshape = 0;
     for (size_t i = 0; i < nq; i++)
         if (i == 0 || k[i].k1 != k[i - 1].k1 || k[i].k2 != k[i - 1].k2 || k[i].k3 != k[i - 1].k3)

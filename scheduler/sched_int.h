@@ -106,6 +106,15 @@ struct nid {
 /* qsort order of a node id index: by id (then position). sched.c. */
 int sched_nid_cmp(const void *a, const void *b);
 
+/* A sort key of up to four parts (unused parts 0), then the index i, which
+ * makes every order total; qsort with sched_sort_key_cmp. The pass's queue
+ * order and the forecast's buckets and shapes use it. */
+struct sched_sort_key {
+    int64_t k1, k2, k3, k4;
+    int i;
+};
+int sched_sort_key_cmp(const void *a, const void *b);
+
 /* The position of node id in nids (n entries, sorted by sched_nid_cmp), or
  * -1 when it is not there. sched.c; the pass and the forecast share it. */
 int sched_nid_find(const struct nid *nids, size_t n, int64_t id);
