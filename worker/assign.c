@@ -237,23 +237,10 @@ static enum rc parse_paths(const json_t *v, const char *field, size_t max, char 
     return RC_OK;
 }
 
-static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct err *e)
+static enum rc parse_launcher(const json_t *obj, struct wrk_assignment *a, struct err *e)
 {
-    enum rc rc;
-    const char *s;
-    int64_t v;
-    const json_t *ds;
+    const char *s = get_str(obj, "launcher", 0, 32);
 
-    s = get_str(obj, "job_id", 1, WRK_ID_MAX);
-    if (s == NULL || !wrk_id_valid(s))
-        return bad(e, "job_id", "must be an id");
-    if ((rc = dupstr(s, &a->job_id)) != RC_OK)
-        return rc;
-    a->attempt = 1;
-    if (json_object_get(obj, "attempt") != NULL &&
-        !get_int(obj, "attempt", 0, INT32_MAX, &a->attempt))
-        return bad(e, "attempt", "must be a non-negative integer");
-    s = get_str(obj, "launcher", 0, 32);
     if (s == NULL || s[0] == '\0' || strcmp(s, "native") == 0)
         a->launcher = WRK_LAUNCH_NATIVE;
     else if (strcmp(s, "torchrun") == 0)
@@ -264,8 +251,15 @@ static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct er
         a->launcher = WRK_LAUNCH_HOROVOD;
     else
         return bad(e, "launcher", "must be native, torchrun, deepspeed or horovod");
-    if ((rc = parse_command(json_object_get(obj, "command"), a, e)) != RC_OK)
-        return rc;
+    return RC_OK;
+}
+
+/* env, then nccl_env, then plan_env: the order wrk_plan_build() relies on. */
+static enum rc parse_envs(const json_t *obj, struct wrk_assignment *a, struct err *e)
+{
+    enum rc rc;
+    size_t from;
+
     a->env_keys = calloc(WRK_MAX_ENV, sizeof(char *));
     a->env_vals = calloc(WRK_MAX_ENV, sizeof(char *));
     if (a->env_keys == NULL || a->env_vals == NULL)
@@ -275,18 +269,25 @@ static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct er
     a->nenv_job = a->nenv;
     if ((rc = parse_env_obj(json_object_get(obj, "nccl_env"), "nccl_env", a, e)) != RC_OK)
         return rc;
-    /* The advisor's plan (issue 8): TRAINYARD_* names only, which a job's own
-     * env cannot set; the server has already left out what the job's env
-     * sets itself. */
-    {
-        size_t from = a->nenv;
-        if ((rc = parse_env_obj(json_object_get(obj, "plan_env"), "plan_env", a, e)) != RC_OK)
-            return rc;
-        for (size_t i = from; i < a->nenv; i++)
-            if (strncmp(a->env_keys[i], "TRAINYARD_", 10) != 0)
-                return bad(e, "plan_env", "names must start with TRAINYARD_");
-        a->nplan_env = a->nenv - from;
-    }
+    /* The advisor's plan: TRAINYARD_* names only, which a job's own env
+     * cannot set; the server has already left out what the job's env sets
+     * itself. */
+    from = a->nenv;
+    if ((rc = parse_env_obj(json_object_get(obj, "plan_env"), "plan_env", a, e)) != RC_OK)
+        return rc;
+    for (size_t i = from; i < a->nenv; i++)
+        if (strncmp(a->env_keys[i], "TRAINYARD_", 10) != 0)
+            return bad(e, "plan_env", "names must start with TRAINYARD_");
+    a->nplan_env = a->nenv - from;
+    return RC_OK;
+}
+
+/* world_size, nnodes, node_rank, local_world_size and the rendezvous. */
+static enum rc parse_topology(const json_t *obj, struct wrk_assignment *a, struct err *e)
+{
+    const char *s;
+    int64_t v;
+
     if (!get_int(obj, "world_size", 1, 1 << 20, &v))
         return bad(e, "world_size", "must be a positive integer");
     a->world_size = (int)v;
@@ -305,49 +306,64 @@ static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct er
     for (const char *p = s; *p; p++)
         if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p))
             return bad(e, "master_addr", "must be a host");
-    if ((rc = dupstr(s, &a->master_addr)) != RC_OK)
-        return rc;
+    if (dupstr(s, &a->master_addr) != RC_OK)
+        return RC_ENOMEM;
     if (!get_int(obj, "master_port", 1, 65535, &v))
         return bad(e, "master_port", "must be in 1..65535");
     a->master_port = (int)v;
-    if ((rc = parse_ranks(json_object_get(obj, "ranks"), a, e)) != RC_OK)
-        return rc;
-    if (a->launcher != WRK_LAUNCH_TORCHRUN && a->nranks != (size_t)a->local_world_size)
-        return bad(e, "ranks", "must list local_world_size ranks");
-    s = get_str(obj, "work_dir", 2, WRK_MAX_STR);
+    return RC_OK;
+}
+
+/* A required absolute directory (at least "/x") into *out. */
+static enum rc parse_abs_dir(const json_t *obj, const char *key, char **out, struct err *e)
+{
+    const char *s = get_str(obj, key, 2, WRK_MAX_STR);
+
     if (s == NULL || s[0] != '/')
-        return bad(e, "work_dir", "must be an absolute path");
-    if ((rc = dupstr(s, &a->work_dir)) != RC_OK)
+        return bad(e, key, "must be an absolute path");
+    return dupstr(s, out);
+}
+
+static int present(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    return v != NULL && !json_is_null(v);
+}
+
+/* work_dir, output_dir, checkpoint_dir and resume_from. */
+static enum rc parse_dirs(const json_t *obj, struct wrk_assignment *a, struct err *e)
+{
+    enum rc rc;
+    const char *s = "";
+
+    if ((rc = parse_abs_dir(obj, "work_dir", &a->work_dir, e)) != RC_OK)
         return rc;
-    /* Optional: servers before issue 9 did not send it. */
-    if (json_object_get(obj, "output_dir") != NULL &&
-        !json_is_null(json_object_get(obj, "output_dir"))) {
-        s = get_str(obj, "output_dir", 2, WRK_MAX_STR);
-        if (s == NULL || s[0] != '/')
-            return bad(e, "output_dir", "must be an absolute path");
-        if ((rc = dupstr(s, &a->output_dir)) != RC_OK)
-            return rc;
-    }
-    s = get_str(obj, "checkpoint_dir", 2, WRK_MAX_STR);
-    if (s == NULL || s[0] != '/')
-        return bad(e, "checkpoint_dir", "must be an absolute path");
-    if ((rc = dupstr(s, &a->checkpoint_dir)) != RC_OK)
+    /* Optional: a server older than the output_dir field does not send it. */
+    if (present(obj, "output_dir") &&
+        (rc = parse_abs_dir(obj, "output_dir", &a->output_dir, e)) != RC_OK)
         return rc;
-    s = "";
-    if (json_object_get(obj, "resume_from") != NULL &&
-        !json_is_null(json_object_get(obj, "resume_from"))) {
+    if ((rc = parse_abs_dir(obj, "checkpoint_dir", &a->checkpoint_dir, e)) != RC_OK)
+        return rc;
+    if (present(obj, "resume_from")) {
         s = get_str(obj, "resume_from", 0, WRK_MAX_STR);
         if (s == NULL || (s[0] != '\0' && s[0] != '/'))
             return bad(e, "resume_from", "must be empty or an absolute path");
     }
-    if ((rc = dupstr(s, &a->resume_from)) != RC_OK)
-        return rc;
-    if (json_object_get(obj, "time_limit_s") != NULL &&
-        !json_is_null(json_object_get(obj, "time_limit_s")) &&
+    return dupstr(s, &a->resume_from);
+}
+
+/* time_limit_s, grace_s, allowed_roots, datasets and deepspeed_config. */
+static enum rc parse_limits(const json_t *obj, struct wrk_assignment *a, struct err *e)
+{
+    enum rc rc;
+    int64_t v;
+    const json_t *ds;
+
+    if (present(obj, "time_limit_s") &&
         !get_int(obj, "time_limit_s", 0, INT64_C(1) << 40, &a->time_limit_s))
         return bad(e, "time_limit_s", "must be a non-negative integer");
     a->grace_s = 30;
-    if (json_object_get(obj, "grace_s") != NULL && !json_is_null(json_object_get(obj, "grace_s"))) {
+    if (present(obj, "grace_s")) {
         if (!get_int(obj, "grace_s", 0, 3600, &v))
             return bad(e, "grace_s", "must be in 0..3600");
         a->grace_s = (int)v;
@@ -366,6 +382,33 @@ static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct er
             return RC_ENOMEM;
     }
     return RC_OK;
+}
+
+/* The fields in the order they are checked: the first bad one is reported. */
+static enum rc parse_body(const json_t *obj, struct wrk_assignment *a, struct err *e)
+{
+    enum rc rc;
+    const char *s;
+
+    s = get_str(obj, "job_id", 1, WRK_ID_MAX);
+    if (s == NULL || !wrk_id_valid(s))
+        return bad(e, "job_id", "must be an id");
+    if ((rc = dupstr(s, &a->job_id)) != RC_OK)
+        return rc;
+    a->attempt = 1;
+    if (json_object_get(obj, "attempt") != NULL &&
+        !get_int(obj, "attempt", 0, INT32_MAX, &a->attempt))
+        return bad(e, "attempt", "must be a non-negative integer");
+    if ((rc = parse_launcher(obj, a, e)) != RC_OK ||
+        (rc = parse_command(json_object_get(obj, "command"), a, e)) != RC_OK ||
+        (rc = parse_envs(obj, a, e)) != RC_OK || (rc = parse_topology(obj, a, e)) != RC_OK ||
+        (rc = parse_ranks(json_object_get(obj, "ranks"), a, e)) != RC_OK)
+        return rc;
+    if (a->launcher != WRK_LAUNCH_TORCHRUN && a->nranks != (size_t)a->local_world_size)
+        return bad(e, "ranks", "must list local_world_size ranks");
+    if ((rc = parse_dirs(obj, a, e)) != RC_OK)
+        return rc;
+    return parse_limits(obj, a, e);
 }
 
 enum rc wrk_assignment_parse(const json_t *obj, struct wrk_assignment **out, char **attempt_id_out,
