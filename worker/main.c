@@ -65,7 +65,114 @@ static int parse_int(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Exit statuses of the option parser; PARSE_OK carries on to the agent. */
+#define PARSE_OK (-1)
+
+/* A validated option: PARSE_OK, or 2 after saying what is wrong with arg. */
+static int set_checked_option(int c, const char *arg, struct wrk_config *cfg, struct err *e)
+{
+    enum log_level lvl;
+
+    switch (c) {
+    case 'f':
+        if (wrk_fake_parse(arg, &cfg->fake_spec, e) != RC_OK) {
+            fprintf(stderr, "trainyard-worker: %s\n", e->message);
+            return 2;
+        }
+        cfg->fake = 1;
+        return PARSE_OK;
+    case 'r':
+        if (cfg->nroots >= WRK_MAX_ROOTS || arg[0] != '/') {
+            fprintf(stderr,
+                    "trainyard-worker: --allowed-root needs an absolute path (at most %d)\n",
+                    WRK_MAX_ROOTS);
+            return 2;
+        }
+        cfg->roots[cfg->nroots++] = arg;
+        return PARSE_OK;
+    case 'g':
+        if (parse_int(arg, 0, 3600, &cfg->grace_s) != 0) {
+            fprintf(stderr, "trainyard-worker: --grace-s must be 0..3600\n");
+            return 2;
+        }
+        return PARSE_OK;
+    case 'b':
+        if (parse_int(arg, 100, 60000, &cfg->heartbeat_ms) != 0) {
+            fprintf(stderr, "trainyard-worker: --heartbeat-ms must be 100..60000\n");
+            return 2;
+        }
+        return PARSE_OK;
+    case 'L':
+        if (log_parse_level(arg, &lvl) != RC_OK) {
+            fprintf(stderr, "trainyard-worker: --log-level must be error|warn|info|debug\n");
+            return 2;
+        }
+        log_set_level(lvl);
+        return PARSE_OK;
+    case 'S':
+        if (arg[0] != '/') {
+            fprintf(stderr, "trainyard-worker: --sys-root must be absolute\n");
+            return 2;
+        }
+        cfg->sys_root = arg;
+        return PARSE_OK;
+    default:
+        usage(stderr);
+        return 2;
+    }
+}
+
+/* One option from getopt_long(): PARSE_OK, 0 after --help, or 2. */
+static int set_option(int c, const char *arg, struct wrk_config *cfg, struct err *e)
+{
+    switch (c) {
+    case 's':
+        cfg->server = arg;
+        break;
+    case 'j':
+        cfg->join_token = arg;
+        break;
+    case 'n':
+        cfg->name = arg;
+        break;
+    case 'l':
+        cfg->labels = arg;
+        break;
+    case 'w':
+        cfg->work_dir = arg;
+        break;
+    case 'a':
+        cfg->addr = arg;
+        break;
+    case 'c':
+        cfg->ca_file = arg;
+        break;
+    case 'D':
+        log_set_debug(arg);
+        break;
+    case 'd':
+        cfg->discover_only = 1;
+        break;
+    case 'I':
+        cfg->isolate_network = 1;
+        break;
+    case 'P':
+        cfg->python = arg;
+        break;
+    case 'N':
+        cfg->nccl_probe_file = arg;
+        break;
+    case 'h':
+        usage(stdout);
+        return 0;
+    default:
+        return set_checked_option(c, arg, cfg, e);
+    }
+    return PARSE_OK;
+}
+
+/* Fill cfg from the command line: PARSE_OK, or the status to exit with. */
+static int parse_args(int argc, char **argv, struct wrk_config *cfg, struct err *e)
 {
     static const struct option opts[] = {
         {"server", required_argument, NULL, 's'},
@@ -89,10 +196,42 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct wrk_config cfg;
-    struct sigaction sa;
-    struct err e;
     int c, rc;
+
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
+        if ((rc = set_option(c, optarg, cfg, e)) != PARSE_OK)
+            return rc;
+    if (optind != argc || (cfg->server == NULL && !cfg->discover_only)) {
+        usage(stderr);
+        return 2;
+    }
+    if (cfg->server == NULL)
+        cfg->server = "http://127.0.0.1";
+    if (cfg->work_dir[0] != '/') {
+        fprintf(stderr, "trainyard-worker: --work-dir must be absolute\n");
+        return 2;
+    }
+    return PARSE_OK;
+}
+
+static void install_signal_handlers(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    struct wrk_config cfg;
+    struct err e;
+    int rc;
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.work_dir = "/var/lib/trainyard-worker";
@@ -102,121 +241,15 @@ int main(int argc, char **argv)
     cfg.sys_root = "/sys";
     cfg.stop = &g_stop;
     err_init(&e);
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            cfg.server = optarg;
-            break;
-        case 'j':
-            cfg.join_token = optarg;
-            break;
-        case 'n':
-            cfg.name = optarg;
-            break;
-        case 'l':
-            cfg.labels = optarg;
-            break;
-        case 'f':
-            if (wrk_fake_parse(optarg, &cfg.fake_spec, &e) != RC_OK) {
-                fprintf(stderr, "trainyard-worker: %s\n", e.message);
-                return 2;
-            }
-            cfg.fake = 1;
-            break;
-        case 'w':
-            cfg.work_dir = optarg;
-            break;
-        case 'a':
-            cfg.addr = optarg;
-            break;
-        case 'r':
-            if (cfg.nroots >= WRK_MAX_ROOTS || optarg[0] != '/') {
-                fprintf(stderr,
-                        "trainyard-worker: --allowed-root needs an absolute path (at most %d)\n",
-                        WRK_MAX_ROOTS);
-                return 2;
-            }
-            cfg.roots[cfg.nroots++] = optarg;
-            break;
-        case 'g':
-            if (parse_int(optarg, 0, 3600, &cfg.grace_s) != 0) {
-                fprintf(stderr, "trainyard-worker: --grace-s must be 0..3600\n");
-                return 2;
-            }
-            break;
-        case 'b':
-            if (parse_int(optarg, 100, 60000, &cfg.heartbeat_ms) != 0) {
-                fprintf(stderr, "trainyard-worker: --heartbeat-ms must be 100..60000\n");
-                return 2;
-            }
-            break;
-        case 'c':
-            cfg.ca_file = optarg;
-            break;
-        case 'L': {
-            enum log_level lvl;
-            if (log_parse_level(optarg, &lvl) != RC_OK) {
-                fprintf(stderr, "trainyard-worker: --log-level must be error|warn|info|debug\n");
-                return 2;
-            }
-            log_set_level(lvl);
-            break;
-        }
-        case 'D':
-            log_set_debug(optarg);
-            break;
-        case 'd':
-            cfg.discover_only = 1;
-            break;
-        case 'I':
-            cfg.isolate_network = 1;
-            break;
-        case 'P':
-            cfg.python = optarg;
-            break;
-        case 'N':
-            cfg.nccl_probe_file = optarg;
-            break;
-        case 'S':
-            if (optarg[0] != '/') {
-                fprintf(stderr, "trainyard-worker: --sys-root must be absolute\n");
-                return 2;
-            }
-            cfg.sys_root = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc || (cfg.server == NULL && !cfg.discover_only)) {
-        usage(stderr);
-        return 2;
-    }
-    if (cfg.server == NULL)
-        cfg.server = "http://127.0.0.1";
-    if (cfg.work_dir[0] != '/') {
-        fprintf(stderr, "trainyard-worker: --work-dir must be absolute\n");
-        return 2;
-    }
+    if ((rc = parse_args(argc, argv, &cfg, &e)) != PARSE_OK)
+        return rc;
 
     /* Isolation is refused up front rather than found missing at a launch. */
     if (cfg.isolate_network && !cfg.discover_only && wrk_netns_check_host(&e) != RC_OK) {
         fprintf(stderr, "trainyard-worker: %s\n", e.message);
         return 2;
     }
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sa.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &sa, NULL);
-
+    install_signal_handlers();
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "trainyard-worker: curl init failed\n");
         return 1;
