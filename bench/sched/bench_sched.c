@@ -170,107 +170,202 @@ static int bench_forecast(const char *name, const struct sched_cluster *c,
     return 0;
 }
 
-/* main builds the synthetic snapshot as one straight sequence (nodes, the
- * half-busy running set, the queue): split up, it would only pass a dozen
- * arrays around. */
-int main(int argc, char **argv)
+struct bench_opts {
+    long nodes, jobs, reps, seed, forecast_reps, exact_reps;
+};
+
+/* The options as the usage line gives them; unknown ones are ignored. */
+static struct bench_opts parse_opts(int argc, char **argv)
 {
-    long nn = 1000, nj = 10000, reps = 101, seed = 1, freps = 5, ereps = 1;
+    struct bench_opts o = {1000, 10000, 101, 1, 5, 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--nodes") == 0)
-            nn = arg(argv[i + 1]);
+            o.nodes = arg(argv[i + 1]);
         else if (strcmp(argv[i], "--jobs") == 0)
-            nj = arg(argv[i + 1]);
+            o.jobs = arg(argv[i + 1]);
         else if (strcmp(argv[i], "--reps") == 0)
-            reps = arg(argv[i + 1]);
+            o.reps = arg(argv[i + 1]);
         else if (strcmp(argv[i], "--seed") == 0)
-            seed = arg(argv[i + 1]);
+            o.seed = arg(argv[i + 1]);
         else if (strcmp(argv[i], "--forecast-reps") == 0)
-            freps = arg(argv[i + 1]);
+            o.forecast_reps = arg(argv[i + 1]);
         else if (strcmp(argv[i], "--exact-reps") == 0)
-            ereps = arg_min(argv[i + 1], 0);
+            o.exact_reps = arg_min(argv[i + 1], 0);
     }
-    uint64_t s = (uint64_t)seed;
-    const int G = 8, NT = 11;
-    struct sched_node *nodes = calloc((size_t)nn, sizeof(*nodes));
-    struct sched_running *run = calloc((size_t)(nn * G), sizeof(*run));
-    struct sched_alloc *ra = calloc((size_t)(nn * G), sizeof(*ra));
-    struct sched_job *jobs = calloc((size_t)nj, sizeof(*jobs));
-    struct sched_team teams[11];
-    double *t = calloc((size_t)(reps > freps ? reps : freps), sizeof(double));
-    char(*labels)[32] = calloc((size_t)nn * 2, 32);
-    if (!nodes || !run || !ra || !jobs || !t || !labels)
-        return 1;
-    for (long i = 0; i < nn; i++) {
-        nodes[i].id = i;
-        nodes[i].state = SCHED_NODE_READY;
-        nodes[i].ngpus = G;
-        nodes[i].free_mask = 0xFF;
-        snprintf(labels[2 * i], 32, "sw%ld", i / 32);
-        snprintf(labels[2 * i + 1], 32, "rack%ld", i / 64);
-        nodes[i].switch_name = labels[2 * i];
-        nodes[i].rack = labels[2 * i + 1];
+    return o;
+}
+
+#define GPUS_PER_NODE 8
+#define NTEAMS 11
+
+/* The synthetic snapshot: its arrays, and how much of each is used. */
+struct snapshot {
+    struct sched_node *nodes;
+    struct sched_running *run;
+    struct sched_alloc *ra;
+    struct sched_job *jobs;
+    struct sched_team teams[NTEAMS];
+    char (*labels)[32];
+    long nn, nj, nr, busy;
+};
+
+static void snapshot_free(struct snapshot *sn)
+{
+    free(sn->nodes);
+    free(sn->run);
+    free(sn->ra);
+    free(sn->jobs);
+    free(sn->labels);
+}
+
+/* nn ready nodes of 8 free GPUs, switches of 32 nodes, racks of 64, NVLink quads. */
+static void make_nodes(struct snapshot *sn)
+{
+    for (long i = 0; i < sn->nn; i++) {
+        struct sched_node *n = &sn->nodes[i];
+        n->id = i;
+        n->state = SCHED_NODE_READY;
+        n->ngpus = GPUS_PER_NODE;
+        n->free_mask = 0xFF;
+        snprintf(sn->labels[2 * i], 32, "sw%ld", i / 32);
+        snprintf(sn->labels[2 * i + 1], 32, "rack%ld", i / 64);
+        n->switch_name = sn->labels[2 * i];
+        n->rack = sn->labels[2 * i + 1];
         for (int g = 0; g < 8; g++)
-            nodes[i].nvlink_peers[g] = ((0xFULL << (g & 4)) | (1ULL << (g ^ 4))) & ~(1ULL << g);
+            n->nvlink_peers[g] = ((0xFULL << (g & 4)) | (1ULL << (g ^ 4))) & ~(1ULL << g);
     }
-    for (int k = 0; k < NT; k++)
-        teams[k] = (struct sched_team){k, (int)(nn * G / NT), 1.0};
-    /* half busy: running jobs from the mix, first fit over a shuffled node order */
+    for (int k = 0; k < NTEAMS; k++)
+        sn->teams[k] = (struct sched_team){k, (int)(sn->nn * GPUS_PER_NODE / NTEAMS), 1.0};
+}
+
+/* Half busy: running jobs from the mix, first fit over a shuffled node order. */
+static void make_running(struct snapshot *sn, uint64_t *s)
+{
+    const long nn = sn->nn;
     long busy = 0, nr = 0, na = 0;
-    while (busy < nn * G / 2) {
-        int g = mix(&s);
-        if (g > G)
-            g = G; /* running gangs: one node's part each, enough for load */
-        long n = (long)(rnd(&s) % (uint64_t)nn);
+    while (busy < nn * GPUS_PER_NODE / 2) {
+        int g = mix(s);
+        if (g > GPUS_PER_NODE)
+            g = GPUS_PER_NODE; /* running gangs: one node's part each, enough for load */
+        long n = (long)(rnd(s) % (uint64_t)nn);
         for (long k = 0; k < nn; k++, n = (n + 1) % nn) {
-            if (__builtin_popcountll(nodes[n].free_mask) >= g)
+            if (__builtin_popcountll(sn->nodes[n].free_mask) >= g)
                 break;
         }
-        uint64_t m = 0, f = nodes[n].free_mask;
+        uint64_t m = 0, f = sn->nodes[n].free_mask;
         for (int c = 0; c < g; c++) {
             uint64_t b = f & (~f + 1);
             m |= b;
             f &= ~b;
         }
-        nodes[n].free_mask &= ~m;
-        ra[na] = (struct sched_alloc){n, m};
-        run[nr] = (struct sched_running){.job_id = 1000000 + nr,
-                                         .team_id = (int64_t)(rnd(&s) % NT),
-                                         .prio = SCHED_PRIO_NORMAL,
-                                         .gpus = g,
-                                         .submit_ms = 0,
-                                         .start_ms = (int64_t)(rnd(&s) % 3600000),
-                                         .end_by_ms = 3600000 + (int64_t)(rnd(&s) % 86400000),
-                                         .allocs = &ra[na],
-                                         .nallocs = 1,
-                                         .preemptible = true};
-        run[nr].true_end_ms = run[nr].end_by_ms;
+        sn->nodes[n].free_mask &= ~m;
+        sn->ra[na] = (struct sched_alloc){n, m};
+        sn->run[nr] = (struct sched_running){.job_id = 1000000 + nr,
+                                             .team_id = (int64_t)(rnd(s) % NTEAMS),
+                                             .prio = SCHED_PRIO_NORMAL,
+                                             .gpus = g,
+                                             .submit_ms = 0,
+                                             .start_ms = (int64_t)(rnd(s) % 3600000),
+                                             .end_by_ms = 3600000 + (int64_t)(rnd(s) % 86400000),
+                                             .allocs = &sn->ra[na],
+                                             .nallocs = 1,
+                                             .preemptible = true};
+        sn->run[nr].true_end_ms = sn->run[nr].end_by_ms;
         na++;
         nr++;
         busy += g;
     }
-    for (long i = 0; i < nj; i++) {
-        jobs[i] = (struct sched_job){.id = i + 1,
-                                     .team_id = (int64_t)(rnd(&s) % NT),
-                                     .prio = (enum sched_prio)(rnd(&s) % 10 == 0 ? 2 : 1),
-                                     .gpus = mix(&s),
-                                     .submit_ms = (int64_t)(rnd(&s) % 3600000),
-                                     .time_limit_ms = 3600000 * (1 + (int64_t)(rnd(&s) % 24)),
-                                     .true_duration_ms = 1000 * (1 + (int64_t)(rnd(&s) % 86400))};
+    sn->nr = nr;
+    sn->busy = busy;
+}
+
+/* nj queued jobs from the mix, one in ten high priority, limits of 1 to 24 hours. */
+static void make_queue(struct snapshot *sn, uint64_t *s)
+{
+    for (long i = 0; i < sn->nj; i++) {
+        sn->jobs[i] =
+            (struct sched_job){.id = i + 1,
+                               .team_id = (int64_t)(rnd(s) % NTEAMS),
+                               .prio = (enum sched_prio)(rnd(s) % 10 == 0 ? 2 : 1),
+                               .gpus = mix(s),
+                               .submit_ms = (int64_t)(rnd(s) % 3600000),
+                               .time_limit_ms = 3600000 * (1 + (int64_t)(rnd(s) % 24)),
+                               .true_duration_ms = 1000 * (1 + (int64_t)(rnd(s) % 86400))};
     }
-    struct sched_cluster c = {nodes, (size_t)nn, teams, NT, run, (size_t)nr};
-    struct sched_queue q = {jobs, (size_t)nj, 0, false};
+}
+
+/* Allocates and fills a zeroed snapshot: nodes, then the running set, then
+ * the queue (in that order, so a seed gives the same snapshot). 0 ok; on
+ * failure snapshot_free() still frees what was allocated. */
+static int make_snapshot(struct snapshot *sn, long nn, long nj, long seed)
+{
+    uint64_t s = (uint64_t)seed;
+    sn->nn = nn;
+    sn->nj = nj;
+    sn->nodes = calloc((size_t)nn, sizeof(*sn->nodes));
+    sn->run = calloc((size_t)(nn * GPUS_PER_NODE), sizeof(*sn->run));
+    sn->ra = calloc((size_t)(nn * GPUS_PER_NODE), sizeof(*sn->ra));
+    sn->jobs = calloc((size_t)nj, sizeof(*sn->jobs));
+    sn->labels = calloc((size_t)nn * 2, 32);
+    if (!sn->nodes || !sn->run || !sn->ra || !sn->jobs || !sn->labels)
+        return -1;
+    make_nodes(sn);
+    make_running(sn, &s);
+    make_queue(sn, &s);
+    return 0;
+}
+
+/* The plan table: one row per policy. 0 ok. */
+static int bench_plans(const struct sched_cluster *c, const struct sched_queue *q, double *t,
+                       long reps, long busy)
+{
     const char *const *names = sched_policy_names();
     printf("| policy | nodes x GPUs | busy GPUs | queued | placed | preempted | reserved | "
            "median ms | p99 ms |\n");
     printf("|---|---|---:|---:|---:|---:|---|---:|---:|\n");
     for (int p = 0; names[p]; p++)
-        if (bench_policy(names[p], &c, &q, t, reps, busy) != 0)
-            return 1;
-    for (long i = 0; i < nj; i++)
-        jobs[i].predicted_ms = jobs[i].time_limit_ms / 2;
-    for (long r = 0; r < nr; r++)
-        run[r].expected_end_ms = run[r].start_ms + (run[r].end_by_ms - run[r].start_ms) / 2;
+        if (bench_policy(names[p], c, q, t, reps, busy) != 0)
+            return -1;
+    return 0;
+}
+
+/* Predictions at half the limits, expected ends halfway from start to limit. */
+static void set_predictions(struct snapshot *sn)
+{
+    for (long i = 0; i < sn->nj; i++)
+        sn->jobs[i].predicted_ms = sn->jobs[i].time_limit_ms / 2;
+    for (long r = 0; r < sn->nr; r++)
+        sn->run[r].expected_end_ms =
+            sn->run[r].start_ms + (sn->run[r].end_by_ms - sn->run[r].start_ms) / 2;
+}
+
+/* One forecast row: the event simulation, then (ereps > 0) the exact one and
+ * how far their starts lie apart. td holds a value per queued job. 0 ok. */
+static int bench_forecast_row(const char *name, const struct sched_cluster *c,
+                              const struct sched_queue *q, double *t, double *td, long freps,
+                              long ereps, int64_t res_ms)
+{
+    struct sched_forecast fe, fx;
+    sched_forecast_init(&fe);
+    sched_forecast_init(&fx);
+    int bad = bench_forecast(name, c, q, t, freps, res_ms, false, &fe);
+    if (bad == 0 && ereps > 0) {
+        printf(" |  |  |\n");
+        bad = bench_forecast(name, c, q, t, ereps, res_ms, true, &fx);
+        if (bad == 0)
+            compare_starts(&fe, &fx, td);
+    } else if (bad == 0) {
+        printf(" |  |  |\n");
+    }
+    sched_forecast_cleanup(&fe);
+    sched_forecast_cleanup(&fx);
+    return bad;
+}
+
+/* The forecast table: four policies, without and with a 60 s resolution. 0 ok. */
+static int bench_forecasts(const struct sched_cluster *c, const struct sched_queue *q, double *t,
+                           long freps, long ereps)
+{
     printf("\nForecast (sched_forecast, %ld repetitions of the event simulation, %ld of the "
            "exact one; predictions at half the limits; the last three columns: the event "
            "simulation's starts against the exact one's):\n\n",
@@ -280,34 +375,38 @@ int main(int argc, char **argv)
            "p90 start diff min | same start |\n");
     printf("|---|---|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|\n");
     const char *fpol[] = {"fifo", "trainyard", "trainyard-spf", "trainyard-qspf"};
-    double *td = calloc((size_t)nj + 1, sizeof(double));
+    double *td = calloc(q->njobs + 1, sizeof(double));
     if (td == NULL)
-        return 1;
+        return -1;
     for (int k = 0; k < 2; k++)
-        for (int p = 0; p < 4; p++) {
-            struct sched_forecast fe, fx;
-            sched_forecast_init(&fe);
-            sched_forecast_init(&fx);
-            int bad = bench_forecast(fpol[p], &c, &q, t, freps, k ? 60000 : 0, false, &fe);
-            if (bad == 0 && ereps > 0) {
-                printf(" |  |  |\n");
-                bad = bench_forecast(fpol[p], &c, &q, t, ereps, k ? 60000 : 0, true, &fx);
-                if (bad == 0)
-                    compare_starts(&fe, &fx, td);
-            } else if (bad == 0) {
-                printf(" |  |  |\n");
+        for (int p = 0; p < 4; p++)
+            if (bench_forecast_row(fpol[p], c, q, t, td, freps, ereps, k ? 60000 : 0) != 0) {
+                free(td);
+                return -1;
             }
-            sched_forecast_cleanup(&fe);
-            sched_forecast_cleanup(&fx);
-            if (bad != 0)
-                return 1;
-        }
     free(td);
-    free(nodes);
-    free(run);
-    free(ra);
-    free(jobs);
-    free(t);
-    free(labels);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o = parse_opts(argc, argv);
+    struct snapshot sn;
+    memset(&sn, 0, sizeof(sn));
+    double *t =
+        calloc((size_t)(o.reps > o.forecast_reps ? o.reps : o.forecast_reps), sizeof(double));
+    int rc = 1;
+
+    if (t != NULL && make_snapshot(&sn, o.nodes, o.jobs, o.seed) == 0) {
+        struct sched_cluster c = {sn.nodes, (size_t)sn.nn, sn.teams, NTEAMS, sn.run, (size_t)sn.nr};
+        struct sched_queue q = {sn.jobs, (size_t)sn.nj, 0, false};
+        if (bench_plans(&c, &q, t, o.reps, sn.busy) == 0) {
+            set_predictions(&sn);
+            if (bench_forecasts(&c, &q, t, o.forecast_reps, o.exact_reps) == 0)
+                rc = 0;
+        }
+    }
+    snapshot_free(&sn);
+    free(t);
+    return rc;
 }
