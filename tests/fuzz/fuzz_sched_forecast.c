@@ -89,30 +89,18 @@ static void check(const struct sched_forecast *f, const struct sched_queue *q,
         abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    static const char *labels[4] = {"s0", "s1", "r0", "r1"};
-    static const char *pols[6] = {"fifo",         "sjf-oracle",    "trainyard",
-                                  "tiresias-las", "trainyard-spf", "trainyard-qspf"};
-    struct sched_node nodes[MAXN];
-    struct sched_team teams[4];
-    struct sched_running run[MAXR];
-    struct sched_alloc ra[MAXR][2];
-    struct sched_job jobs[MAXJ];
-    struct rd r = {data, size};
-    struct sched_decisions d;
-    struct err e;
+static const char *labels[4] = {"s0", "s1", "r0", "r1"};
 
-    memset(nodes, 0, sizeof(nodes));
-    memset(run, 0, sizeof(run));
-    memset(jobs, 0, sizeof(jobs));
-    size_t nn = 1 + take(&r, 1) % MAXN;
+/* 1 to MAXN nodes, some with duplicate ids, labels, NVLink peers or not ready. */
+static size_t decode_nodes(struct rd *r, struct sched_node *nodes)
+{
+    size_t nn = 1 + take(r, 1) % MAXN;
     for (size_t i = 0; i < nn; i++) {
         struct sched_node *n = &nodes[i];
-        uint8_t b = (uint8_t)take(&r, 1);
+        uint8_t b = (uint8_t)take(r, 1);
         n->id = (b & 0x80) ? (int64_t)(b & 7) : (int64_t)i + 100;
-        n->ngpus = (int)(take(&r, 1) % 65);
-        n->state = (enum sched_node_state)(take(&r, 1) % 5 == 0 ? 1 + (b & 1) : 0);
+        n->ngpus = (int)(take(r, 1) % 65);
+        n->state = (enum sched_node_state)(take(r, 1) % 5 == 0 ? 1 + (b & 1) : 0);
         n->site = (int64_t)(b & 3) == 3 ? 0 : (int64_t)(b & 3);
         uint64_t all = n->ngpus >= 64 ? ~0ULL : (1ULL << n->ngpus) - 1;
         n->free_mask = all;
@@ -120,16 +108,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         n->rack = (b & 0x20) ? labels[2 + ((b >> 1) & 1)] : NULL;
         if (b & 0x40)
             for (int g = 0; g < n->ngpus && g < 8; g++)
-                n->nvlink_peers[g] = take(&r, 1) & all & ~(1ULL << g);
+                n->nvlink_peers[g] = take(r, 1) & all & ~(1ULL << g);
     }
-    size_t nt = take(&r, 1) % 5;
+    return nn;
+}
+
+/* 0 to 4 teams with small quotas and weights. */
+static size_t decode_teams(struct rd *r, struct sched_team *teams)
+{
+    size_t nt = take(r, 1) % 5;
     for (size_t t = 0; t < nt; t++)
         teams[t] =
-            (struct sched_team){(int64_t)t, (int)(take(&r, 1) % 64), (double)(take(&r, 1) % 4)};
-    size_t nr = 0, want = take(&r, 1) % MAXR;
+            (struct sched_team){(int64_t)t, (int)(take(r, 1) % 64), (double)(take(r, 1) % 4)};
+    return nt;
+}
+
+/* Running jobs on the nodes' free GPUs, on one node or two; takes their GPUs. */
+static size_t decode_running(struct rd *r, struct sched_node *nodes, size_t nn,
+                             struct sched_running *run, struct sched_alloc (*ra)[2])
+{
+    size_t nr = 0, want = take(r, 1) % MAXR;
     for (size_t k = 0; k < want; k++) {
-        size_t ni = take(&r, 1) % nn;
-        uint64_t m = nodes[ni].free_mask & take(&r, 8);
+        size_t ni = take(r, 1) % nn;
+        uint64_t m = nodes[ni].free_mask & take(r, 8);
         if (m == 0)
             continue;
         struct sched_running *rj = &run[nr];
@@ -137,8 +138,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nodes[ni].free_mask &= ~m;
         rj->nallocs = 1;
         rj->gpus = __builtin_popcountll(m);
-        size_t n2 = take(&r, 1) % nn;
-        uint64_t m2 = nodes[n2].free_mask & take(&r, 1);
+        size_t n2 = take(r, 1) % nn;
+        uint64_t m2 = nodes[n2].free_mask & take(r, 1);
         if (n2 != ni && m2 && nodes[n2].id != nodes[ni].id) {
             ra[nr][1] = (struct sched_alloc){nodes[n2].id, m2};
             nodes[n2].free_mask &= ~m2;
@@ -146,59 +147,76 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rj->gpus += __builtin_popcountll(m2);
         }
         rj->job_id = 1000 + (int64_t)k;
-        rj->team_id = (int64_t)(take(&r, 1) % 6);
-        rj->prio = (enum sched_prio)(take(&r, 1) % 3);
-        rj->start_ms = (int64_t)take(&r, 1);
+        rj->team_id = (int64_t)(take(r, 1) % 6);
+        rj->prio = (enum sched_prio)(take(r, 1) % 3);
+        rj->start_ms = (int64_t)take(r, 1);
         rj->submit_ms = rj->start_ms;
-        uint64_t lim = take(&r, 2);
+        uint64_t lim = take(r, 2);
         rj->end_by_ms = lim == 0 ? SCHED_TIME_UNKNOWN : (int64_t)lim;
         rj->true_end_ms = rj->end_by_ms;
         rj->allocs = ra[nr];
-        rj->preemptible = take(&r, 1) & 1;
-        rj->attained_gpu_ms = (int64_t)take(&r, 1) * 1000000;
-        rj->expected_end_ms = (int64_t)take(&r, 2) - 64;
+        rj->preemptible = take(r, 1) & 1;
+        rj->attained_gpu_ms = (int64_t)take(r, 1) * 1000000;
+        rj->expected_end_ms = (int64_t)take(r, 2) - 64;
         nr++;
     }
-    size_t nj = take(&r, 1) % MAXJ;
+    return nr;
+}
+
+/* Up to MAXJ queued jobs, some invalid; duplicate ids are renumbered. */
+static size_t decode_jobs(struct rd *r, struct sched_job *jobs)
+{
+    size_t nj = take(r, 1) % MAXJ;
     for (size_t i = 0; i < nj; i++) {
         struct sched_job *j = &jobs[i];
-        j->id = (int64_t)(take(&r, 1) % 128);
-        j->team_id = (int64_t)(take(&r, 1) % 6);
-        j->prio = (enum sched_prio)(take(&r, 1) % 4);
-        j->gpus = (int)take(&r, 2) % 1100 - 2;
-        j->gpus_per_node = (int)(take(&r, 1) % 70) - 1;
-        j->submit_ms = (int64_t)take(&r, 1);
-        j->time_limit_ms = (int64_t)take(&r, 2);
-        j->true_duration_ms = (int64_t)take(&r, 2);
-        j->attained_gpu_ms = (int64_t)take(&r, 1) * 1000000;
-        j->predicted_ms = (int64_t)take(&r, 2) - 16;
-        j->site = (int64_t)(take(&r, 1) % 4) - (j->id == 127);
+        j->id = (int64_t)(take(r, 1) % 128);
+        j->team_id = (int64_t)(take(r, 1) % 6);
+        j->prio = (enum sched_prio)(take(r, 1) % 4);
+        j->gpus = (int)take(r, 2) % 1100 - 2;
+        j->gpus_per_node = (int)(take(r, 1) % 70) - 1;
+        j->submit_ms = (int64_t)take(r, 1);
+        j->time_limit_ms = (int64_t)take(r, 2);
+        j->true_duration_ms = (int64_t)take(r, 2);
+        j->attained_gpu_ms = (int64_t)take(r, 1) * 1000000;
+        j->predicted_ms = (int64_t)take(r, 2) - 16;
+        j->site = (int64_t)(take(r, 1) % 4) - (j->id == 127);
     }
     /* duplicate queued ids make checking ambiguous: keep the first */
     for (size_t i = 0; i < nj; i++)
         for (size_t k = 0; k < i; k++)
             if (jobs[k].id == jobs[i].id)
                 jobs[i].id = 200 + (int64_t)i;
-    struct sched_cluster c = {nodes, nn, teams, nt, run, nr};
-    /* fifo's fast path for a queue in submit order, when the input is one */
+    return nj;
+}
+
+/* Whether the jobs are in submit order (submit time, then id). */
+static bool in_submit_order(const struct sched_job *jobs, size_t nj)
+{
     bool sorted = true;
     for (size_t i = 1; i < nj; i++)
         if (jobs[i - 1].submit_ms > jobs[i].submit_ms ||
             (jobs[i - 1].submit_ms == jobs[i].submit_ms && jobs[i - 1].id > jobs[i].id))
             sorted = false;
-    struct sched_queue q = {jobs, nj, (int)(take(&r, 1) % 8), sorted && (take(&r, 1) & 1)};
-    /* a bounded simulation keeps the runs fast; the default bound is 4 * (queued + running) */
-    struct sched_forecast_opts o = {(int64_t)take(&r, 2) * 64, 1 + take(&r, 1) % 12,
-                                    (int64_t)take(&r, 1), (int64_t)(take(&r, 1) % 4) * 50,
-                                    (take(&r, 1) & 1) != 0};
+    return sorted;
+}
+
+/* Forecasts under two of the six policies (all six across the corpus: a
+ * forecast is many passes), each checked against that policy's first pass. */
+static void forecast_and_check(struct rd *r, const struct sched_cluster *c,
+                               const struct sched_queue *q, const struct sched_forecast_opts *o)
+{
+    static const char *pols[6] = {"fifo",         "sjf-oracle",    "trainyard",
+                                  "tiresias-las", "trainyard-spf", "trainyard-qspf"};
     struct sched_forecast f;
+    struct sched_decisions d;
+    struct err e;
+
     sched_forecast_init(&f);
     sched_decisions_init(&d);
-    /* two policies per input (all six across the corpus): a forecast is many passes */
-    int p0 = (int)(take(&r, 1) % 6), p1 = (p0 + 1 + (int)(take(&r, 1) % 5)) % 6;
+    int p0 = (int)(take(r, 1) % 6), p1 = (p0 + 1 + (int)(take(r, 1) % 5)) % 6;
     for (int k = 0; k < 2; k++) {
         const struct sched_policy *pol = sched_policy_find(pols[k ? p1 : p0]);
-        enum rc rc = sched_forecast(pol, &c, &q, 100, &o, &f);
+        enum rc rc = sched_forecast(pol, c, q, 100, o, &f);
         if (rc == RC_EINVAL) {
             if (f.njobs != 0 || f.jobs != NULL)
                 abort();
@@ -206,12 +224,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (rc != RC_OK)
             abort();
-        if (sched_plan(pol, &c, &q, 100, &d) != RC_OK)
+        if (sched_plan(pol, c, q, 100, &d) != RC_OK)
             abort();
         err_init(&e);
-        check(&f, &q, &d, 100);
+        check(&f, q, &d, 100);
     }
     sched_forecast_cleanup(&f);
     sched_decisions_cleanup(&d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct sched_node nodes[MAXN];
+    struct sched_team teams[4];
+    struct sched_running run[MAXR];
+    struct sched_alloc ra[MAXR][2];
+    struct sched_job jobs[MAXJ];
+    struct rd r = {data, size};
+
+    memset(nodes, 0, sizeof(nodes));
+    memset(run, 0, sizeof(run));
+    memset(jobs, 0, sizeof(jobs));
+    size_t nn = decode_nodes(&r, nodes);
+    size_t nt = decode_teams(&r, teams);
+    size_t nr = decode_running(&r, nodes, nn, run, ra);
+    size_t nj = decode_jobs(&r, jobs);
+    struct sched_cluster c = {nodes, nn, teams, nt, run, nr};
+    /* fifo's fast path for a queue in submit order, when the input is one */
+    bool sorted = in_submit_order(jobs, nj);
+    struct sched_queue q = {jobs, nj, (int)(take(&r, 1) % 8), sorted && (take(&r, 1) & 1)};
+    /* a bounded simulation keeps the runs fast; the default bound is 4 * (queued + running) */
+    struct sched_forecast_opts o = {(int64_t)take(&r, 2) * 64, 1 + take(&r, 1) % 12,
+                                    (int64_t)take(&r, 1), (int64_t)(take(&r, 1) % 4) * 50,
+                                    (take(&r, 1) & 1) != 0};
+    forecast_and_check(&r, &c, &q, &o);
     return 0;
 }
