@@ -1,7 +1,7 @@
 /*
  * http.h - the worker's JSON-over-HTTP(S) client for docs/agent-protocol.md.
  *
- * One struct wrk_http per thread (it wraps one curl easy handle, so
+ * One struct wrk_http per thread (it wraps one common/httpc.h client, so
  * connections are reused); only wrk_http_abort() may be called from another
  * thread. curl_global_init() must have run before the first wrk_http_new()
  * (trainyard-worker does it in main() before starting threads). Response
