@@ -1,9 +1,10 @@
 /*
- * client.c - the command line's API client (client.h): libcurl easy
- * handle per client, the reply gathered into a bounded buffer, or handed
- * on piece by piece for a stream.
+ * client.c - the command line's API client (client.h) on the common libcurl
+ * client (common/httpc.h): one struct httpc per client, the reply gathered
+ * there into a bounded buffer, or handed on piece by piece for a stream.
+ * What is the command line's own: the headers (token, session, CSRF,
+ * idempotency key), the Set-Cookie it keeps, and its messages.
  */
-#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -12,14 +13,18 @@
 #include "client.h"
 #include "config.h"
 #include "crypto.h"
+#include "httpc.h"
 #include "msg.h"
 #include "urlcheck.h"
 
 #define COOKIE_MAX 512
 #define STREAM_ERROR_MAX (64 * 1024) /* a refused stream's error body */
+#define CONNECT_TIMEOUT_MS 10000L
+#define REQUEST_TIMEOUT_MS 120000L
+#define HEADERS_MAX 9 /* the most headers(): 8 and the NULL */
 
 struct cli_client {
-    CURL *curl;
+    struct httpc *http;
     char *base;                  /* without a trailing '/' */
     char *auth;                  /* "Authorization: Bearer ..." or NULL; a secret */
     char *cookie;                /* "Cookie: ..." or NULL; a secret */
@@ -27,20 +32,6 @@ struct cli_client {
     char set_cookie[COOKIE_MAX]; /* the last Set-Cookie's name=value; a secret */
     char *ca_file;               /* TRAINYARD_CA_FILE: PEM bundle for https; NULL = system */
     char *idempotency;           /* "Idempotency-Key: ..." or NULL */
-};
-
-struct reply_buf {
-    char *data;
-    size_t len, cap, max;
-    int too_big;
-};
-
-struct stream_ctx {
-    struct cli_client *c;
-    cli_stream_fn fn;
-    void *ud;
-    struct reply_buf err_body; /* a non-2xx reply */
-    int checked, ok, stopped;
 };
 
 enum rc cli_client_new(const char *base_url, const char *token, struct cli_client **out, FILE *err)
@@ -65,7 +56,7 @@ enum rc cli_client_new(const char *base_url, const char *token, struct cli_clien
             goto out;
         snprintf(c->auth, n, "Authorization: Bearer %s", token);
     }
-    if ((c->curl = curl_easy_init()) == NULL)
+    if (httpc_new(&c->http) != RC_OK)
         goto out;
     {
         const char *ca = getenv("TRAINYARD_CA_FILE");
@@ -149,8 +140,7 @@ void cli_client_free(struct cli_client *c)
 {
     if (c == NULL)
         return;
-    if (c->curl != NULL)
-        curl_easy_cleanup(c->curl);
+    httpc_free(c->http);
     crypto_free_secret(c->auth);
     crypto_free_secret(c->cookie);
     crypto_wipe(c->set_cookie, sizeof(c->set_cookie));
@@ -161,39 +151,11 @@ void cli_client_free(struct cli_client *c)
     free(c);
 }
 
-static int buf_add(struct reply_buf *b, const char *ptr, size_t n)
-{
-    if (b->len + n > b->max) {
-        b->too_big = 1;
-        return -1;
-    }
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 16384;
-        char *p;
-        while (cap < b->len + n)
-            cap *= 2;
-        if ((p = realloc(b->data, cap)) == NULL)
-            return -1;
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    return 0;
-}
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    size_t n = size * nmemb;
-
-    return buf_add(ud, ptr, n) == 0 ? n : 0; /* 0 stops the transfer */
-}
-
 /* Keeps the name=value of a Set-Cookie header (the session of a login). */
-static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+static void on_header(const char *ptr, size_t n, void *ud)
 {
     struct cli_client *c = ud;
-    size_t n = size * nmemb, k = sizeof("Set-Cookie:") - 1, end;
+    size_t k = sizeof("Set-Cookie:") - 1, end;
 
     if (n > k && strncasecmp(ptr, "Set-Cookie:", k) == 0) {
         const char *v = ptr + k;
@@ -206,13 +168,13 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
             c->set_cookie[end] = '\0';
         }
     }
-    return n;
 }
 
-/* The request's headers; NULL on ENOMEM. */
-static struct curl_slist *headers(const struct cli_client *c, int body, const char *last_id)
+/* The request's headers into hdr (HEADERS_MAX entries, NULL-terminated,
+ * borrowed from c and lid, a buffer of 128 bytes for last_id's). */
+static void headers(const struct cli_client *c, int body, const char *last_id, char *lid,
+                    const char **hdr)
 {
-    struct curl_slist *hdr = NULL, *tmp;
     const char *fixed[] = {"Accept: application/json",
                            "Expect:",
                            body ? "Content-Type: application/json" : NULL,
@@ -220,33 +182,16 @@ static struct curl_slist *headers(const struct cli_client *c, int body, const ch
                            c->cookie,
                            c->csrf,
                            c->idempotency};
-    char lid[128];
+    size_t nh = 0;
 
-    /* A header that could not be added would change the request: fail. */
-    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-        if (fixed[i] == NULL)
-            continue;
-        if ((tmp = curl_slist_append(hdr, fixed[i])) == NULL)
-            goto fail;
-        hdr = tmp;
-    }
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (fixed[i] != NULL)
+            hdr[nh++] = fixed[i];
     if (last_id != NULL) {
-        snprintf(lid, sizeof(lid), "Last-Event-ID: %.100s", last_id);
-        if ((tmp = curl_slist_append(hdr, lid)) == NULL)
-            goto fail;
-        hdr = tmp;
+        snprintf(lid, 128, "Last-Event-ID: %.100s", last_id);
+        hdr[nh++] = lid;
     }
-    return hdr;
-fail:
-    curl_slist_free_all(hdr);
-    return NULL;
-}
-
-static void free_headers(struct curl_slist *hdr)
-{
-    for (struct curl_slist *t = hdr; t != NULL; t = t->next) /* some are secrets */
-        crypto_wipe(t->data, strlen(t->data));
-    curl_slist_free_all(hdr);
+    hdr[nh] = NULL;
 }
 
 static char *full_url(const struct cli_client *c, const char *path)
@@ -259,32 +204,29 @@ static char *full_url(const struct cli_client *c, const char *path)
     return url;
 }
 
-static void common_opts(struct cli_client *c, const char *url, struct curl_slist *hdr, char *ebuf)
+/* What every request of c has in common. */
+static void base_request(struct cli_client *c, const char *url, const char **hdr,
+                         struct httpc_req *req /* out */)
 {
-    curl_easy_reset(c->curl);
-    curl_easy_setopt(c->curl, CURLOPT_URL, url);
-    curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (c->ca_file != NULL)
-        curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
-    curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, ebuf);
-    curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "trainyard-cli");
-    curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, c);
+    memset(req, 0, sizeof(*req));
+    req->url = url;
+    req->headers = hdr;
+    req->ca_file = c->ca_file;
+    req->user_agent = "trainyard-cli";
+    req->connect_timeout_ms = CONNECT_TIMEOUT_MS;
+    req->on_header = on_header;
+    req->header_ud = c;
 }
 
 enum rc cli_client_request(struct cli_client *c, const char *method, const char *path,
                            const json_t *body, long *status, json_t **resp, FILE *err)
 {
     enum rc rc = RC_ENOMEM;
-    struct curl_slist *hdr = NULL;
-    struct reply_buf rb = {.max = CLI_MAX_REPLY};
+    struct httpc_req req;
+    struct httpc_resp r = {0};
+    const char *hdr[HEADERS_MAX];
     char *text = NULL, *url = NULL;
-    char ebuf[CURL_ERROR_SIZE] = "";
-    CURLcode cc;
+    char lid[128];
 
     *status = 0;
     *resp = NULL;
@@ -293,44 +235,31 @@ enum rc cli_client_request(struct cli_client *c, const char *method, const char 
         goto out;
     if (body != NULL && (text = json_dumps(body, JSON_COMPACT)) == NULL)
         goto out;
-    if ((hdr = headers(c, body != NULL, NULL)) == NULL)
-        goto out;
-    common_opts(c, url, hdr, ebuf);
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 120000L);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &rb);
-    if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text ? text : "");
-    } else if (strcmp(method, "GET") == 0) {
-        curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-    } else {
-        curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-        if (text != NULL)
-            curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
-    }
-    cc = curl_easy_perform(c->curl);
-    if (rb.too_big) {
+    headers(c, body != NULL, NULL, lid, hdr);
+    base_request(c, url, hdr, &req);
+    req.method = method;
+    req.body = text;
+    req.body_len = text != NULL ? strlen(text) : 0;
+    req.timeout_ms = REQUEST_TIMEOUT_MS;
+    req.max_body = CLI_MAX_REPLY;
+    rc = httpc_perform(c->http, &req, &r);
+    if (rc == RC_ETOOBIG) {
         cli_errf(err, M_REPLY_TOO_BIG, CLI_MAX_REPLY);
-        rc = RC_ETOOBIG;
         goto out;
     }
-    if (cc != CURLE_OK) {
-        cli_errf(err, M_UNREACHABLE, c->base, ebuf[0] ? ebuf : curl_easy_strerror(cc));
-        rc = RC_EUNAVAIL;
+    if (rc == RC_EUNAVAIL) {
+        cli_errf(err, M_UNREACHABLE, c->base, r.error);
         goto out;
     }
-    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
-    if (rb.len > 0)
-        *resp = json_loadb(rb.data, rb.len, JSON_REJECT_DUPLICATES, NULL);
-    rc = RC_OK;
+    if (rc != RC_OK)
+        goto out;
+    *status = r.status;
+    if (r.body_len > 0)
+        *resp = json_loadb(r.body, r.body_len, JSON_REJECT_DUPLICATES, NULL);
 out:
     if (rc == RC_ENOMEM)
         cli_errf(err, M_OOM);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
-    free_headers(hdr);
-    free(rb.data);
+    httpc_resp_cleanup(&r);
     if (text != NULL) /* a login body holds a password */
         crypto_wipe(text, strlen(text));
     free(text);
@@ -338,65 +267,45 @@ out:
     return rc;
 }
 
-static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    struct stream_ctx *s = ud;
-    size_t n = size * nmemb;
-
-    if (!s->checked) {
-        long st = 0;
-        curl_easy_getinfo(s->c->curl, CURLINFO_RESPONSE_CODE, &st);
-        s->ok = st >= 200 && st < 300;
-        s->checked = 1;
-    }
-    if (!s->ok)
-        return buf_add(&s->err_body, ptr, n) == 0 ? n : 0;
-    if (s->fn(ptr, n, s->ud) != 0) {
-        s->stopped = 1;
-        return 0;
-    }
-    return n;
-}
-
 enum rc cli_client_stream(struct cli_client *c, const char *path, const char *last_id, long idle_s,
                           cli_stream_fn fn, void *ud, long *status, json_t **resp, FILE *err)
 {
     enum rc rc = RC_ENOMEM;
-    struct curl_slist *hdr = NULL;
-    struct stream_ctx s = {.c = c, .fn = fn, .ud = ud, .err_body = {.max = STREAM_ERROR_MAX}};
+    struct httpc_req req;
+    struct httpc_resp r = {0};
+    const char *hdr[HEADERS_MAX];
     char *url = NULL;
-    char ebuf[CURL_ERROR_SIZE] = "";
-    CURLcode cc;
+    char lid[128];
 
     *status = 0;
     *resp = NULL;
-    if ((url = full_url(c, path)) == NULL || (hdr = headers(c, 0, last_id)) == NULL)
+    if ((url = full_url(c, path)) == NULL)
         goto out;
-    common_opts(c, url, hdr, ebuf);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_stream);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &s);
+    headers(c, 0, last_id, lid, hdr);
+    base_request(c, url, hdr, &req);
+    /* A 2xx body goes to fn; a refusal's error body is kept (bounded). */
+    req.on_data = fn;
+    req.data_ud = ud;
+    req.max_body = STREAM_ERROR_MAX;
     /* No total limit: a followed log lasts as long as its job. A server
      * that falls silent (its SSE pings come every 15 s) is cut. */
-    curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, idle_s);
-    cc = curl_easy_perform(c->curl);
-    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
-    if (cc != CURLE_OK && !s.stopped && !(cc == CURLE_WRITE_ERROR && !s.ok && s.checked)) {
-        cli_errf(err, M_UNREACHABLE, c->base, ebuf[0] ? ebuf : curl_easy_strerror(cc));
-        rc = RC_EUNAVAIL;
+    req.idle_s = idle_s;
+    rc = httpc_perform(c->http, &req, &r);
+    *status = r.status;
+    if (rc == RC_ETOOBIG) /* a refusal's error body too large: shown by its status alone */
+        rc = RC_OK;
+    if (rc == RC_EUNAVAIL) {
+        cli_errf(err, M_UNREACHABLE, c->base, r.error);
         goto out;
     }
-    if (!s.ok && s.err_body.len > 0)
-        *resp = json_loadb(s.err_body.data, s.err_body.len, JSON_REJECT_DUPLICATES, NULL);
-    rc = RC_OK;
+    if (rc != RC_OK)
+        goto out;
+    if (r.body_len > 0)
+        *resp = json_loadb(r.body, r.body_len, JSON_REJECT_DUPLICATES, NULL);
 out:
     if (rc == RC_ENOMEM)
         cli_errf(err, M_OOM);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
-    free_headers(hdr);
-    free(s.err_body.data);
+    httpc_resp_cleanup(&r);
     free(url);
     return rc;
 }
@@ -462,16 +371,16 @@ void cli_print_api_error(FILE *err, const char *what, long status, const json_t 
 
 enum rc cli_path(char *buf, size_t n, const char *fmt, const char *seg)
 {
-    char *esc = curl_easy_escape(NULL, seg, 0);
+    char *esc = NULL;
     int w;
 
-    if (esc == NULL)
+    if (httpc_escape(seg, &esc) != RC_OK)
         return RC_ENOMEM;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
     w = snprintf(buf, n, fmt, esc);
 #pragma GCC diagnostic pop
-    curl_free(esc);
+    free(esc);
     return w < 0 || (size_t)w >= n ? RC_ETOOBIG : RC_OK;
 }
 
