@@ -15,6 +15,7 @@
 
 #include "err.h"
 #include "gpu.h"
+#include "labels.h" /* the format of wrk_config.labels */
 
 #define WRK_MAX_ROOTS 32
 
@@ -39,13 +40,6 @@ struct wrk_config {
     const char *sys_root;   /* --sys-root: where sysfs is, default "/sys" (tests use a fake one) */
     const atomic_int *stop; /* set by the signal handler: drain and exit */
 };
-
-/*
- * Parse "k=v,k2=v2" (keys [A-Za-z0-9_.-]{1,63}, values printable without ','
- * or '=', at most 32 labels) into a new JSON object. RC_OK, RC_EINVAL (e
- * filled) or RC_ENOMEM. s may be NULL or "" (empty object).
- */
-enum rc wrk_labels_parse(const char *s, json_t **out, struct err *e) TY_WUR;
 
 /* Run until *cfg->stop is set and every rank has ended. Returns the process exit status. */
 int wrk_agent_run(const struct wrk_config *cfg);
