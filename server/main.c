@@ -28,6 +28,7 @@
 #include "monitor.h"
 #include "notify.h"
 #include "ratelimit.h"
+#include "routes.h"
 #include "sched_loop.h"
 #include "srv.h"
 #include "templates.h"
@@ -179,6 +180,7 @@ int main(int argc, char **argv)
     jx_init(); /* before any JSON value exists */
 
     app.cfg = &cfg;
+    app.routes = routes_table(&app.nroutes);
     pthread_mutex_init(&app.wake_lock, NULL);
     pthread_cond_init(&app.wake_cond, NULL);
     if (cfg.create_admin[0] == '\0')

@@ -16,6 +16,7 @@
 #include "api_util.h"
 #include "app.h"
 #include "audit_target.h"
+#include "auth.h"
 #include "crypto.h"
 #include "db.h"
 #include "db_agent.h"

@@ -13,12 +13,14 @@
 #include "api_util.h"
 #include "app.h"
 #include "audit_target.h"
+#include "auth.h"
 #include "crypto.h"
 #include "db.h"
 #include "db_audit.h"
 #include "db_auth.h"
 #include "db_users.h"
 #include "log.h"
+#include "ratelimit.h"
 
 /* A real PBKDF2 hash of a throwaway password, verified when the user is unknown. */
 static const char dummy_hash[] =
@@ -51,7 +53,7 @@ enum rc api_login(struct srv_req *req)
     char ukey[128], akey[96], pwhash[CRYPTO_PWHASH_MAX], sid[64], csrf[64],
         sid_hash[CRYPTO_SHA256_HEX_LEN + 1], cookie[256], target[AUDIT_TARGET_SIZE], id[24];
     int64_t user_id = 0, now = srv_now_ms();
-    enum srv_role role = SRV_ROLE_NONE;
+    char role[16] = "";
     int disabled = 0;
     enum rc rc;
 
@@ -70,8 +72,8 @@ enum rc api_login(struct srv_req *req)
                              "too many failed sign-ins; wait a few minutes");
     if (srv_db(req) == NULL)
         return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
-    rc = auth_user_for_login(req->db, username, &user_id, &role, pwhash, sizeof(pwhash), &disabled,
-                             req->req_id);
+    rc = auth_user_for_login(req->db, username, &user_id, role, sizeof(role), pwhash,
+                             sizeof(pwhash), &disabled, req->req_id);
     if (rc != RC_OK && rc != RC_ENOTFOUND)
         return rc;
     if (rc == RC_ENOTFOUND || disabled) {
@@ -112,8 +114,8 @@ enum rc api_login(struct srv_req *req)
     return srv_reply(req, 200,
                      json_pack("{s:{s:s,s:s,s:s},s:s,s:i}", "user", "id",
                                api_i64(user_id, id, sizeof(id)), "username", username, "role",
-                               auth_role_name(role), "csrf_token", csrf, "expires_in_s",
-                               req->app->cfg->session_ttl_s));
+                               auth_role_name(auth_role_parse(role)), "csrf_token", csrf,
+                               "expires_in_s", req->app->cfg->session_ttl_s));
 }
 
 enum rc api_logout(struct srv_req *req)
@@ -175,7 +177,7 @@ enum rc api_me_password(struct srv_req *req)
     const char *cur, *next;
     char key[96], pwhash[CRYPTO_PWHASH_MAX], newhash[CRYPTO_PWHASH_MAX], target[AUDIT_TARGET_SIZE];
     int64_t user_id = 0, now = srv_now_ms();
-    enum srv_role role = SRV_ROLE_NONE;
+    char role[16] = "";
     int disabled = 0;
     json_t *row = NULL;
     enum rc rc;
@@ -197,8 +199,8 @@ enum rc api_me_password(struct srv_req *req)
     if (ratelimit_blocked(rl, key, now))
         return password_refused(req, target, "rate_limited", RC_ERATE,
                                 "too many wrong passwords; wait a few minutes");
-    rc = auth_user_for_login(req->db, req->who.username, &user_id, &role, pwhash, sizeof(pwhash),
-                             &disabled, req->req_id);
+    rc = auth_user_for_login(req->db, req->who.username, &user_id, role, sizeof(role), pwhash,
+                             sizeof(pwhash), &disabled, req->req_id);
     if (rc != RC_OK)
         return rc;
     if (crypto_password_verify(cur, pwhash) != RC_OK) {

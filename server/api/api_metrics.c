@@ -22,6 +22,7 @@
 #include "db_scrape.h"
 #include "log.h"
 #include "metrics.h"
+#include "routes.h"
 
 #define METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
 /* A scrape waits this long for a pooled connection, then answers without
@@ -75,7 +76,11 @@ static enum rc scrape(struct srv_app *app, char **out, size_t *len)
 {
     struct db_scrape_snapshot snap = {NULL, 0};
     enum rc have = snapshot(app, &snap);
-    enum rc rc = metrics_render(app, have == RC_OK ? &snap : NULL, out, len);
+    size_t nroutes;
+    enum rc rc;
+
+    (void)routes_table(&nroutes);
+    rc = metrics_render(app, have == RC_OK ? &snap : NULL, nroutes, routes_name, out, len);
 
     db_scrape_cleanup(&snap);
     return rc;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "db_audit.h"
 #include "db_jobs.h"
 
 enum rc api_body_object(struct srv_req *req, const char *const *allowed)
@@ -178,4 +179,32 @@ const char *api_i64(int64_t v, char *buf, size_t size)
 {
     snprintf(buf, size, "%lld", (long long)v);
     return buf;
+}
+
+enum rc audit_append_req(struct srv_req *req, const char *action, const char *target,
+                         const char *outcome, json_t *details)
+{
+    char actor[96];
+    struct audit_event ev;
+
+    srv_actor(req, actor, sizeof(actor));
+    ev = (struct audit_event){actor, req->client_addr, action, target, outcome, details};
+    return audit_append(req->db, &ev, req->req_id);
+}
+
+enum rc audit_append_alone(struct srv_req *req, const char *action, const char *target,
+                           const char *outcome, json_t *details)
+{
+    enum rc rc;
+
+    if (srv_db(req) == NULL)
+        return RC_EUNAVAIL;
+    if ((rc = db_begin(req->db)) != RC_OK)
+        return rc;
+    rc = audit_append_req(req, action, target, outcome, details);
+    if (rc == RC_OK)
+        rc = db_commit(req->db);
+    else
+        db_rollback(req->db);
+    return rc;
 }

@@ -67,4 +67,15 @@ enum rc api_tx(struct srv_req *req, api_tx_body body, void *arg) TY_WUR;
 /* The int64 as decimal text into buf (at least 24 bytes); returns buf. */
 const char *api_i64(int64_t v, char *buf, size_t size);
 
+/* Append with actor and source taken from the request. */
+enum rc audit_append_req(struct srv_req *req, const char *action, const char *target,
+                         const char *outcome, json_t *details) TY_WUR;
+
+/*
+ * Append one event in its own transaction (for records of refused requests,
+ * such as failed logins, where there is no other change).
+ */
+enum rc audit_append_alone(struct srv_req *req, const char *action, const char *target,
+                           const char *outcome, json_t *details) TY_WUR;
+
 #endif

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "api_policy.h"
+#include "api_util.h"
 #include "audit_target.h"
 #include "db_alloc.h"
 #include "db_audit.h"

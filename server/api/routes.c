@@ -104,3 +104,9 @@ const struct router_route *routes_table(size_t *n)
     *n = sizeof(table) / sizeof(table[0]);
     return table;
 }
+
+void routes_name(size_t i, const char **method, const char **pattern)
+{
+    *method = table[i].method;
+    *pattern = table[i].pattern;
+}

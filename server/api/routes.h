@@ -12,4 +12,8 @@
 /* The table (static storage) and its length. */
 const struct router_route *routes_table(size_t *n);
 
+/* The method and pattern of route i (< the table's length), both static:
+ * the metrics_route_name_fn (metrics.h) that labels the HTTP series. */
+void routes_name(size_t i, const char **method, const char **pattern);
+
 #endif

@@ -12,28 +12,31 @@
 #include <stdatomic.h>
 
 #include "config.h"
-#include "db.h"
-#include "ratelimit.h"
 
+struct db;
+struct ratelimit;
 struct MHD_Daemon;
 struct waiters;
 struct cache;
 struct audit_key;
 struct tpl_set;
+struct router_route;
 
 struct srv_app {
-    const struct srv_config *cfg;  /* borrowed from main */
-    struct db *db;                 /* owned by main */
-    struct ratelimit *login_limit; /* per username; owned by main */
-    struct ratelimit *addr_limit;  /* per source address (5x looser: NAT); owned by main */
-    struct waiters *waiters;       /* long-poll waiters; owned by main */
-    struct cache *auth_cache;      /* caller identities (cache.h); owned by main */
-    struct cache *page_cache;      /* job-list answers (cache.h); owned by main */
-    struct MHD_Daemon *daemon;     /* owned by http.c */
-    const struct srv_tls *tls;     /* HTTPS material (tls.h); owned by main; NULL = HTTP */
-    struct audit_key *audit_key;   /* Ed25519 audit signing key (audit_sign.h); owned by main */
-    struct tpl_set *templates;     /* job templates (templates.h), immutable; owned by main */
-    char replica_id[16];           /* random tag of this process in NOTIFY payloads (notify.h) */
+    const struct srv_config *cfg;      /* borrowed from main */
+    struct db *db;                     /* owned by main */
+    struct ratelimit *login_limit;     /* per username; owned by main */
+    struct ratelimit *addr_limit;      /* per source address (5x looser: NAT); owned by main */
+    struct waiters *waiters;           /* long-poll waiters; owned by main */
+    struct cache *auth_cache;          /* caller identities (cache.h); owned by main */
+    struct cache *page_cache;          /* job-list answers (cache.h); owned by main */
+    struct MHD_Daemon *daemon;         /* owned by http.c */
+    const struct srv_tls *tls;         /* HTTPS material (tls.h); owned by main; NULL = HTTP */
+    struct audit_key *audit_key;       /* Ed25519 audit signing key (audit_sign.h); owned by main */
+    struct tpl_set *templates;         /* job templates (templates.h), immutable; owned by main */
+    const struct router_route *routes; /* the API's route table (api/routes.h); set by main */
+    size_t nroutes;
+    char replica_id[16]; /* random tag of this process in NOTIFY payloads (notify.h) */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;

@@ -16,8 +16,6 @@
 #include <time.h>
 
 #include "app.h"
-#include "db_scrape.h"
-#include "routes.h"
 
 /* Latency bucket bounds in microseconds (le labels in seconds). */
 static const int64_t bucket_us[] = {1000,   2500,   5000,    10000,   25000,   50000,   100000,
@@ -235,20 +233,22 @@ static void put_buckets(struct out *o, const char *name, const char *labels,
     }
 }
 
-static void route_labels(char *buf, size_t size, size_t slot, const struct router_route *table)
+static void route_labels(char *buf, size_t size, size_t slot, metrics_route_name_fn route_name)
 {
-    if (slot == SLOT_UNMATCHED)
+    const char *method, *pattern;
+
+    if (slot == SLOT_UNMATCHED) {
         snprintf(buf, size, "method=\"\",route=\"unmatched\"");
-    else if (slot == SLOT_STATIC)
+    } else if (slot == SLOT_STATIC) {
         snprintf(buf, size, "method=\"GET\",route=\"static\"");
-    else
-        snprintf(buf, size, "method=\"%s\",route=\"%s\"", table[slot].method, table[slot].pattern);
+    } else {
+        route_name(slot, &method, &pattern);
+        snprintf(buf, size, "method=\"%s\",route=\"%s\"", method, pattern);
+    }
 }
 
-static void render_http(struct out *o)
+static void render_http(struct out *o, size_t nroutes, metrics_route_name_fn route_name)
 {
-    size_t nroutes;
-    const struct router_route *table = routes_table(&nroutes);
     char labels[256];
 
     if (nroutes > METRICS_MAX_ROUTES)
@@ -258,7 +258,7 @@ static void render_http(struct out *o)
     for (size_t s = 0; s < NSLOTS; s++) {
         if (s >= nroutes && s < METRICS_MAX_ROUTES)
             continue;
-        route_labels(labels, sizeof(labels), s, table);
+        route_labels(labels, sizeof(labels), s, route_name);
         for (size_t st = 0; st <= NSTATUSES; st++) {
             uint64_t v = get(&g_http[s].by_status[st]);
             if (v == 0)
@@ -281,7 +281,7 @@ static void render_http(struct out *o)
         sum = get(&g_http[s].sum_us);
         if (count == 0)
             continue;
-        route_labels(labels, sizeof(labels), s, table);
+        route_labels(labels, sizeof(labels), s, route_name);
         put_buckets(o, "trainyard_http_request_duration_seconds", labels, g_http[s].bucket, count,
                     sum);
     }
@@ -385,7 +385,8 @@ static void render_cluster(struct out *o, const struct db_scrape_snapshot *s)
     put(o, "trainyard_audit_events_total %.17g\n", row_value(s, DB_SCRAPE_AUDIT_SEQ, NULL));
 }
 
-enum rc metrics_render(const struct srv_app *app, const struct db_scrape_snapshot *snap, char **out,
+enum rc metrics_render(const struct srv_app *app, const struct db_scrape_snapshot *snap,
+                       size_t nroutes, metrics_route_name_fn route_name, char **out,
                        size_t *out_len)
 {
     struct out o = {NULL, 0, 0, 0};
@@ -394,7 +395,7 @@ enum rc metrics_render(const struct srv_app *app, const struct db_scrape_snapsho
     if (o.buf == NULL)
         return RC_ENOMEM;
     o.cap = 16384;
-    render_http(&o);
+    render_http(&o, nroutes, route_name);
     render_process(app, &o);
     render_cluster(&o, snap);
     if (o.oom) {

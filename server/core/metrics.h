@@ -25,7 +25,6 @@
 #include "err.h"
 
 struct srv_app;
-struct db_scrape_snapshot;
 
 /* The most routes the request counters can tell apart; routes past it are
  * counted as METRICS_ROUTE_UNMATCHED (a unit test keeps the table below it). */
@@ -58,13 +57,47 @@ void metrics_job_restart(void);
 /* A running job the scheduler preempted (moved to RESTARTING). */
 void metrics_job_preempted(void);
 
+/* The cluster's state as /metrics shows it: rows that store/db_scrape.c
+ * reads from PostgreSQL in one query. Kinds of rows; each names the metric
+ * it feeds in metrics.c. */
+enum db_scrape_kind {
+    DB_SCRAPE_QUEUE = 0,     /* label: team name; value: QUEUED + RESTARTING jobs */
+    DB_SCRAPE_JOB_STATE,     /* label: state; value: jobs in it */
+    DB_SCRAPE_GPUS_TOTAL,    /* value: GPUs registered */
+    DB_SCRAPE_GPUS_USED,     /* value: GPUs in live allocations */
+    DB_SCRAPE_GPUS_IDLE,     /* value: allocated GPUs last reported below 5 % busy */
+    DB_SCRAPE_GPUS_DOWN,     /* value: GPUs on nodes that are down */
+    DB_SCRAPE_NODE_STATE,    /* label: state; value: nodes in it */
+    DB_SCRAPE_HEARTBEAT_AGE, /* label: node name; value: seconds since its last heartbeat */
+    DB_SCRAPE_AUDIT_SEQ,     /* value: audit events appended, ever (the head's seq) */
+    DB_SCRAPE_NKINDS
+};
+
+struct db_scrape_row {
+    enum db_scrape_kind kind;
+    char label[128]; /* "" when the kind has none */
+    double value;
+};
+
+struct db_scrape_snapshot {
+    struct db_scrape_row *rows; /* owned */
+    size_t nrows;
+};
+
+/* The method and pattern of route slot i (i < the nroutes given to
+ * metrics_render), the labels of its series; both borrowed, static. The
+ * route table lives in api/ (routes.h), above this layer. */
+typedef void (*metrics_route_name_fn)(size_t i, const char **method, const char **pattern);
+
 /*
  * The whole exposition: the process's counters, then the cluster's state
  * from snap (borrowed; NULL when the database could not be read, which
- * sets trainyard_db_up to 0). *out is returned-owned (free()), *out_len its
- * length. Returns RC_OK or RC_ENOMEM.
+ * sets trainyard_db_up to 0). HTTP series are labelled for the first
+ * nroutes route slots (at most METRICS_MAX_ROUTES) by route_name. *out is
+ * returned-owned (free()), *out_len its length. Returns RC_OK or RC_ENOMEM.
  */
 enum rc metrics_render(const struct srv_app *app, const struct db_scrape_snapshot *snap,
-                       char **out /* out */, size_t *out_len /* out */) TY_WUR;
+                       size_t nroutes, metrics_route_name_fn route_name, char **out /* out */,
+                       size_t *out_len /* out */) TY_WUR;
 
 #endif

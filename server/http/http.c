@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "db_auth.h"
+#include "auth.h"
+#include "db.h"
 #include "jx.h"
 #include "log.h"
 #include "metrics.h"
 #include "router.h"
-#include "routes.h"
 #include "static_files.h"
 #include "waiters.h"
 
@@ -42,23 +42,11 @@ struct http_ctx {
     size_t body_len;
     int too_big; /* the body passed the limit: answer 413 */
     int resumed; /* called again after a suspend */
-    int route;   /* routes_table() index or METRICS_ROUTE_*, for metrics.h */
+    int route;   /* app->routes index or METRICS_ROUTE_*, for metrics.h */
 };
 
 static atomic_int g_inflight;
 static atomic_uint g_req_counter;
-
-int64_t srv_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int64_t srv_now_ms(void)
-{
-    return srv_mono_us() / 1000;
-}
 
 int srv_http_status(enum rc rc)
 {
@@ -526,8 +514,8 @@ static enum rc dispatch(struct http_ctx *ctx)
     struct router_match m;
     const struct router_route *route;
     enum rc rc;
-    size_t nroutes;
-    const struct router_route *table = routes_table(&nroutes);
+    size_t nroutes = req->app->nroutes;
+    const struct router_route *table = req->app->routes;
 
     rc = router_find(table, nroutes, req->method, req->path, &m);
     if (rc == RC_ENOTFOUND || rc == RC_EINVAL)

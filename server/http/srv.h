@@ -19,6 +19,7 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
+#include "clock.h" /* srv_now_ms, srv_mono_us */
 #include "err.h"
 
 struct srv_app;
@@ -159,10 +160,6 @@ void srv_stream_wait(struct srv_req *req, int64_t key, int64_t deadline_ms);
 
 /* The one map from rc to HTTP status. */
 int srv_http_status(enum rc rc);
-
-/* The monotonic clock in ms and in us. */
-int64_t srv_now_ms(void);
-int64_t srv_mono_us(void);
 
 /* "user:alice", "node:gpu-07" or "anonymous" for audit records. */
 void srv_actor(const struct srv_req *req, char *out, size_t out_size);

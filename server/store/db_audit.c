@@ -14,7 +14,6 @@
 #include "audit_target.h"
 #include "db.h"
 #include "log.h"
-#include "srv.h"
 
 static int64_t now_unix_us(void)
 {
@@ -121,34 +120,6 @@ out:
     json_decref(empty);
     free(details);
     PQclear(res);
-    return rc;
-}
-
-enum rc audit_append_req(struct srv_req *req, const char *action, const char *target,
-                         const char *outcome, json_t *details)
-{
-    char actor[96];
-    struct audit_event ev;
-
-    srv_actor(req, actor, sizeof(actor));
-    ev = (struct audit_event){actor, req->client_addr, action, target, outcome, details};
-    return audit_append(req->db, &ev, req->req_id);
-}
-
-enum rc audit_append_alone(struct srv_req *req, const char *action, const char *target,
-                           const char *outcome, json_t *details)
-{
-    enum rc rc;
-
-    if (srv_db(req) == NULL)
-        return RC_EUNAVAIL;
-    if ((rc = db_begin(req->db)) != RC_OK)
-        return rc;
-    rc = audit_append_req(req, action, target, outcome, details);
-    if (rc == RC_OK)
-        rc = db_commit(req->db);
-    else
-        db_rollback(req->db);
     return rc;
 }
 

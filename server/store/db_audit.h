@@ -19,8 +19,6 @@
 #include "audit_target.h"
 #include "err.h"
 
-struct srv_req;
-
 struct audit_event {
     const char *actor;   /* borrowed; "user:alice", "system", "node:gpu-1" */
     const char *source;  /* borrowed; client address, "" for internal */
@@ -35,17 +33,6 @@ struct audit_event {
  * written, when ev->target has none of the forms of audit_target_valid().
  */
 enum rc audit_append(PGconn *conn, const struct audit_event *ev, const char *req_id) TY_WUR;
-
-/* Append with actor and source taken from the request. */
-enum rc audit_append_req(struct srv_req *req, const char *action, const char *target,
-                         const char *outcome, json_t *details) TY_WUR;
-
-/*
- * Append one event in its own transaction (for records of refused requests,
- * such as failed logins, where there is no other change).
- */
-enum rc audit_append_alone(struct srv_req *req, const char *action, const char *target,
-                           const char *outcome, json_t *details) TY_WUR;
 
 /*
  * Page through events (newest first) as a JSON array. Filters may be NULL:

@@ -7,218 +7,88 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
-#include "cache.h"
-#include "config.h"
-#include "crypto.h"
 #include "db.h"
 #include "log.h"
 
-enum srv_role auth_role_parse(const char *s)
+/* The user behind an API token or a session: columns id, username, role,
+ * then the token's id or the session's CSRF token. */
+static enum rc user_row(PGresult *res, struct db_auth_user *out, int session)
 {
-    if (s == NULL)
-        return SRV_ROLE_NONE;
-    if (strcmp(s, "admin") == 0)
-        return SRV_ROLE_ADMIN;
-    if (strcmp(s, "auditor") == 0)
-        return SRV_ROLE_AUDITOR;
-    if (strcmp(s, "member") == 0)
-        return SRV_ROLE_MEMBER;
-    return SRV_ROLE_NONE;
-}
-
-const char *auth_role_name(enum srv_role role)
-{
-    switch (role) {
-    case SRV_ROLE_ADMIN:
-        return "admin";
-    case SRV_ROLE_AUDITOR:
-        return "auditor";
-    case SRV_ROLE_MEMBER:
-        return "member";
-    case SRV_ROLE_NONE:
-        break;
-    }
-    return "none";
-}
-
-/* The value of cookie name in a Cookie header, copied into out. */
-static int cookie_value(const char *header, const char *name, char *out, size_t out_size)
-{
-    size_t n = strlen(name);
-    const char *p = header;
-
-    while (p != NULL && *p) {
-        while (*p == ' ' || *p == ';')
-            p++;
-        if (strncmp(p, name, n) == 0 && p[n] == '=') {
-            const char *v = p + n + 1, *end = strchr(v, ';');
-            size_t len = end ? (size_t)(end - v) : strlen(v);
-            if (len == 0 || len >= out_size)
-                return 0;
-            memcpy(out, v, len);
-            out[len] = '\0';
-            return 1;
-        }
-        p = strchr(p, ';');
-    }
-    return 0;
-}
-
-static enum rc identify_user_row(struct srv_req *req, PGresult *res)
-{
-    snprintf(req->who.username, sizeof(req->who.username), "%s", PQgetvalue(res, 0, 1));
-    req->who.role = auth_role_parse(PQgetvalue(res, 0, 2));
-    if (db_parse_i64(PQgetvalue(res, 0, 0), &req->who.user_id) != RC_OK ||
-        req->who.role == SRV_ROLE_NONE)
+    memset(out, 0, sizeof(*out));
+    snprintf(out->username, sizeof(out->username), "%s", PQgetvalue(res, 0, 1));
+    snprintf(out->role, sizeof(out->role), "%s", PQgetvalue(res, 0, 2));
+    if (db_parse_i64(PQgetvalue(res, 0, 0), &out->user_id) != RC_OK)
         return RC_EINTERNAL;
-    req->who.authenticated = 1;
-    return RC_OK;
+    if (session) {
+        snprintf(out->csrf, sizeof(out->csrf), "%s", PQgetvalue(res, 0, 3));
+        return RC_OK;
+    }
+    return db_parse_i64(PQgetvalue(res, 0, 3), &out->token_id);
 }
 
-static enum rc identify_token(struct srv_req *req, const char *token)
+enum rc db_auth_token_user(PGconn *conn, const char *token_hash, struct db_auth_user *out,
+                           const char *req_id)
 {
-    char h[CRYPTO_SHA256_HEX_LEN + 1];
-    const char *p[1] = {h};
+    const char *p[1] = {token_hash};
     PGresult *res;
     enum rc rc;
 
-    crypto_sha256_hex(token, strlen(token), h);
-    res = db_exec(req->db,
+    res = db_exec(conn,
                   "SELECT u.id, u.username, u.role, t.id FROM api_tokens t JOIN users u ON "
                   "u.id = t.user_id WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND "
                   "(t.expires_at IS NULL OR t.expires_at > now()) AND NOT u.disabled",
                   1, p);
-    rc = db_result_rc(res, req->req_id);
+    rc = db_result_rc(res, req_id);
     if (rc == RC_OK && PQntuples(res) != 1)
-        rc = srv_fail(req, RC_EAUTH, "", "the API token is unknown, expired or revoked");
+        rc = RC_ENOTFOUND;
     if (rc == RC_OK)
-        rc = identify_user_row(req, res);
-    if (rc == RC_OK)
-        rc = db_parse_i64(PQgetvalue(res, 0, 3), &req->who.token_id);
+        rc = user_row(res, out, 0);
     PQclear(res);
     return rc;
 }
 
-static enum rc identify_session(struct srv_req *req, const char *sid)
+enum rc db_auth_session_user(PGconn *conn, const char *session_hash, struct db_auth_user *out,
+                             const char *req_id)
 {
-    const char *p[1];
+    const char *p[1] = {session_hash};
     PGresult *res;
     enum rc rc;
 
-    crypto_sha256_hex(sid, strlen(sid), req->who.session_hash);
-    p[0] = req->who.session_hash;
-    res = db_exec(req->db,
+    res = db_exec(conn,
                   "SELECT u.id, u.username, u.role, s.csrf_token FROM sessions s JOIN users u ON "
                   "u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > now() AND NOT "
                   "u.disabled",
                   1, p);
-    rc = db_result_rc(res, req->req_id);
+    rc = db_result_rc(res, req_id);
     if (rc == RC_OK && PQntuples(res) != 1)
-        rc = srv_fail(req, RC_EAUTH, "", "the session has expired; sign in again");
+        rc = RC_ENOTFOUND;
     if (rc == RC_OK)
-        rc = identify_user_row(req, res);
-    if (rc == RC_OK) {
-        snprintf(req->who.csrf, sizeof(req->who.csrf), "%s", PQgetvalue(res, 0, 3));
-        req->who.via_cookie = 1;
-    }
+        rc = user_row(res, out, 1);
     PQclear(res);
     return rc;
 }
 
-static enum rc identify_node(struct srv_req *req, const char *cred)
+enum rc db_auth_node(PGconn *conn, const char *credential_hash, int64_t *node_id, char *name,
+                     size_t name_size, const char *req_id)
 {
-    char h[CRYPTO_SHA256_HEX_LEN + 1];
-    const char *p[1] = {h};
+    const char *p[1] = {credential_hash};
     PGresult *res;
     enum rc rc;
 
-    crypto_sha256_hex(cred, strlen(cred), h);
-    res = db_exec(req->db, "SELECT id, name FROM nodes WHERE credential_hash = $1", 1, p);
-    rc = db_result_rc(res, req->req_id);
+    res = db_exec(conn, "SELECT id, name FROM nodes WHERE credential_hash = $1", 1, p);
+    rc = db_result_rc(res, req_id);
     if (rc == RC_OK && PQntuples(res) != 1)
-        rc = srv_fail(req, RC_EAUTH, "", "the node credential is unknown; join the node again");
+        rc = RC_ENOTFOUND;
     if (rc == RC_OK) {
-        rc = db_parse_i64(PQgetvalue(res, 0, 0), &req->who.node_id);
-        snprintf(req->who.node_name, sizeof(req->who.node_name), "%s", PQgetvalue(res, 0, 1));
+        rc = db_parse_i64(PQgetvalue(res, 0, 0), node_id);
+        snprintf(name, name_size, "%s", PQgetvalue(res, 0, 1));
     }
     PQclear(res);
     return rc;
 }
 
-/* Serve the identity from the cache, or look it up and remember it. */
-static enum rc identify_cached(struct srv_req *req, char kind, const char *secret,
-                               enum rc (*lookup)(struct srv_req *, const char *))
-{
-    struct cache *c = req->app->auth_cache;
-    int ttl = req->app->cfg->cache_ttl_ms;
-    char key[300], *val = NULL;
-    size_t len = 0;
-    enum rc rc;
-
-    snprintf(key, sizeof(key), "%c:%s", kind, secret);
-    if (ttl > 0 && c != NULL && cache_get(c, key, srv_now_ms(), 0, &val, &len)) {
-        if (len == sizeof(req->who)) {
-            memcpy(&req->who, val, sizeof(req->who));
-            free(val);
-            val = NULL;
-        }
-        free(val);
-    }
-    /* Handlers expect the request's connection checked out (no round trip). */
-    if (srv_db(req) == NULL)
-        return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
-    if (req->who.authenticated || req->who.node_id != 0)
-        return RC_OK;
-    rc = lookup(req, secret);
-    if (rc == RC_OK && ttl > 0 && c != NULL)
-        cache_put(c, key, &req->who, sizeof(req->who), srv_now_ms() + ttl, 0);
-    return rc;
-}
-
-void auth_forget_all(struct srv_app *app)
-{
-    if (app->auth_cache != NULL)
-        cache_clear(app->auth_cache);
-}
-
-enum rc auth_identify(struct srv_req *req, int agent)
-{
-    const char *authz = srv_header(req, "Authorization");
-    const char *cookies;
-    char sid[128];
-
-    if (authz != NULL) {
-        const char *tok;
-        if (strncasecmp(authz, "Bearer ", 7) != 0)
-            return srv_fail(req, RC_EAUTH, "", "the Authorization header must be \"Bearer TOKEN\"");
-        tok = authz + 7;
-        if (strlen(tok) > 256)
-            return srv_fail(req, RC_EAUTH, "", "the bearer token is malformed");
-        if (agent) {
-            if (strncmp(tok, "tyn_", 4) != 0)
-                return srv_fail(req, RC_EAUTH, "", "a node credential is required");
-            return identify_cached(req, 'n', tok, identify_node);
-        }
-        if (strncmp(tok, "tyt_", 4) != 0)
-            return srv_fail(req, RC_EAUTH, "", "the bearer token is not an API token");
-        return identify_cached(req, 't', tok, identify_token);
-    }
-    if (agent)
-        return srv_fail(req, RC_EAUTH, "", "a node credential is required");
-    cookies = srv_header(req, "Cookie");
-    if (cookies != NULL && cookie_value(cookies, AUTH_SESSION_COOKIE, sid, sizeof(sid)))
-        return identify_cached(req, 's', sid, identify_session);
-    return srv_fail(req, RC_EAUTH, "", "sign in or send an API token");
-}
-
-int auth_csrf_ok(const struct srv_req *req, const char *csrf)
-{
-    return req->who.csrf[0] != '\0' && crypto_str_equal(req->who.csrf, csrf);
-}
-
-enum rc auth_user_for_login(PGconn *conn, const char *username, int64_t *user_id,
-                            enum srv_role *role, char *pwhash, size_t pwhash_size, int *disabled,
+enum rc auth_user_for_login(PGconn *conn, const char *username, int64_t *user_id, char *role,
+                            size_t role_size, char *pwhash, size_t pwhash_size, int *disabled,
                             const char *req_id)
 {
     const char *p[1] = {username};
@@ -232,7 +102,7 @@ enum rc auth_user_for_login(PGconn *conn, const char *username, int64_t *user_id
         rc = RC_ENOTFOUND;
     if (rc == RC_OK) {
         rc = db_parse_i64(PQgetvalue(res, 0, 0), user_id);
-        *role = auth_role_parse(PQgetvalue(res, 0, 1));
+        snprintf(role, role_size, "%s", PQgetvalue(res, 0, 1));
         snprintf(pwhash, pwhash_size, "%s", PQgetvalue(res, 0, 2));
         *disabled = PQgetvalue(res, 0, 3)[0] == 't';
     }

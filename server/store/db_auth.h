@@ -1,9 +1,7 @@
 /*
- * db_auth.h - who is calling: session cookies, API tokens, node credentials;
- * and the SQL behind sessions, tokens and passwords.
- *
- * Secrets (session ids, API tokens, node credentials) are random strings with
- * a type prefix (tys_, tyt_, tyn_, tyj_); only their SHA-256 is stored.
+ * db_auth.h - the SQL behind credentials, sessions, tokens and passwords;
+ * who is calling is decided in http/auth.h. Only a secret's SHA-256 hex is
+ * ever looked up.
  *
  * Thread-safety: any thread, with the request's own connection.
  */
@@ -15,40 +13,37 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "srv.h"
 
-#define AUTH_SESSION_COOKIE "ty_session"
+/* A user found by a credential's hash. role is the users.role text. */
+struct db_auth_user {
+    int64_t user_id;
+    char username[64];
+    char role[16];
+    int64_t token_id; /* api_tokens.id (db_auth_token_user) */
+    char csrf[64];    /* the session's CSRF token (db_auth_session_user) */
+};
 
-/*
- * Fill req->who from the Authorization header or the session cookie. With
- * agent=1 only node credentials count, otherwise only user credentials.
- * RC_EAUTH with req->err filled when a credential is missing, unknown,
- * expired or revoked. Identities are cached for cfg->cache_ttl_ms (cache.h):
- * a revocation made through another replica takes effect here within that.
- */
-enum rc auth_identify(struct srv_req *req, int agent) TY_WUR;
+/* The live, not disabled user of an unrevoked, unexpired API token whose
+ * SHA-256 hex is token_hash. RC_ENOTFOUND when none; RC_EUNAVAIL,
+ * RC_EINTERNAL as db_result_rc. */
+enum rc db_auth_token_user(PGconn *conn, const char *token_hash, struct db_auth_user *out /* out */,
+                           const char *req_id) TY_WUR;
 
-struct srv_app;
+/* The same for an unexpired session whose id hashes to session_hash. */
+enum rc db_auth_session_user(PGconn *conn, const char *session_hash,
+                             struct db_auth_user *out /* out */, const char *req_id) TY_WUR;
 
-/*
- * Forget every cached identity (after a logout, a revocation, a user change
- * or a node re-join), so this replica honours it at once.
- */
-void auth_forget_all(struct srv_app *app);
-
-/* Constant-time check of the request's CSRF header against the session's. */
-int auth_csrf_ok(const struct srv_req *req, const char *csrf);
-
-/* Parse "admin" | "auditor" | "member"; SRV_ROLE_NONE for anything else. */
-enum srv_role auth_role_parse(const char *s);
-const char *auth_role_name(enum srv_role role);
+/* The node whose credential hashes to credential_hash: its id and name
+ * (copied into name, truncated to name_size). RC_ENOTFOUND when none. */
+enum rc db_auth_node(PGconn *conn, const char *credential_hash, int64_t *node_id /* out */,
+                     char *name /* out */, size_t name_size, const char *req_id) TY_WUR;
 
 /*
- * Look up a user for login: id, role, password hash, disabled.
- * RC_ENOTFOUND when no such user.
+ * Look up a user for login: id, role (the users.role text, for
+ * auth_role_parse), password hash, disabled. RC_ENOTFOUND when no such user.
  */
-enum rc auth_user_for_login(PGconn *conn, const char *username, int64_t *user_id,
-                            enum srv_role *role, char *pwhash, size_t pwhash_size, int *disabled,
+enum rc auth_user_for_login(PGconn *conn, const char *username, int64_t *user_id, char *role,
+                            size_t role_size, char *pwhash, size_t pwhash_size, int *disabled,
                             const char *req_id) TY_WUR;
 
 /* Insert a session in the open transaction. */

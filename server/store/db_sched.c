@@ -11,6 +11,7 @@
 
 #include <openssl/rand.h>
 
+#include "clock.h"
 #include "db.h"
 #include "db_alloc.h"
 #include "db_jobs.h"
@@ -18,7 +19,6 @@
 #include "jobplan.h"
 #include "log.h"
 #include "metrics.h"
-#include "srv.h"
 
 #define SCHED_ACTOR "system:scheduler"
 

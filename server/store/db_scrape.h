@@ -16,31 +16,7 @@
 #include <stdint.h>
 
 #include "err.h"
-
-/* Kinds of rows; each names the metric it feeds in metrics.c. */
-enum db_scrape_kind {
-    DB_SCRAPE_QUEUE = 0,     /* label: team name; value: QUEUED + RESTARTING jobs */
-    DB_SCRAPE_JOB_STATE,     /* label: state; value: jobs in it */
-    DB_SCRAPE_GPUS_TOTAL,    /* value: GPUs registered */
-    DB_SCRAPE_GPUS_USED,     /* value: GPUs in live allocations */
-    DB_SCRAPE_GPUS_IDLE,     /* value: allocated GPUs last reported below 5 % busy */
-    DB_SCRAPE_GPUS_DOWN,     /* value: GPUs on nodes that are down */
-    DB_SCRAPE_NODE_STATE,    /* label: state; value: nodes in it */
-    DB_SCRAPE_HEARTBEAT_AGE, /* label: node name; value: seconds since its last heartbeat */
-    DB_SCRAPE_AUDIT_SEQ,     /* value: audit events appended, ever (the head's seq) */
-    DB_SCRAPE_NKINDS
-};
-
-struct db_scrape_row {
-    enum db_scrape_kind kind;
-    char label[128]; /* "" when the kind has none */
-    double value;
-};
-
-struct db_scrape_snapshot {
-    struct db_scrape_row *rows; /* owned */
-    size_t nrows;
-};
+#include "metrics.h" /* the snapshot's types */
 
 /* Read the snapshot into *out (rows owned by it: db_scrape_cleanup()).
  * Returns RC_OK, RC_EUNAVAIL (database gone), RC_ENOMEM or RC_EINTERNAL. */

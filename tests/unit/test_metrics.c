@@ -25,8 +25,10 @@ static char *render(const struct db_scrape_snapshot *snap)
 {
     char *text = NULL;
     size_t len = 0;
+    size_t nroutes;
 
-    assert_int_equal(metrics_render(&app, snap, &text, &len), RC_OK);
+    (void)routes_table(&nroutes);
+    assert_int_equal(metrics_render(&app, snap, nroutes, routes_name, &text, &len), RC_OK);
     assert_int_equal(strlen(text), len);
     return text;
 }
