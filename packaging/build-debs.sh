@@ -118,7 +118,7 @@ d=$(pkgdir trainyard-server)
 install -D -m 0755 "$babs/server/trainyard-server" "$d/usr/bin/trainyard-server"
 install -d "$d/usr/share/trainyard"
 # web/ as served, but of the npm packages only the files the server serves
-# (server/static_files.c static_vendor_file) and their licences.
+# (server/http/static_files.c static_vendor_file) and their licences.
 (cd web && find . -path ./vendor/node_modules -prune -o -type f ! -name README.md \
   ! -path './vendor/package*.json' -print) |
   while read -r f; do install -D -m 0644 "web/$f" "$d/usr/share/trainyard/web/$f"; done
@@ -130,7 +130,7 @@ if [ -d web/vendor/node_modules/echarts ]; then
     fi
   done
 fi
-# The API reference page (api_docs_dir; server/api_openapi.c serves these).
+# The API reference page (api_docs_dir; server/api/api_openapi.c serves these).
 if [ -f docs/api/index.html ]; then
   install -D -m 0644 docs/api/index.html "$d/usr/share/trainyard/api-docs/index.html"
   install -D -m 0644 docs/api/init.js "$d/usr/share/trainyard/api-docs/init.js"

@@ -9,7 +9,7 @@
   and every RSN_* name used in server/ or worker/ is defined.
 - API error codes: the codes the server can put in {"error": {"code"}} (the
   rc -> code map of common/err.c rc_api_code(), the rc -> status map of
-  server/http.c srv_http_status(), and every code set by err_code() or
+  server/http/http.c srv_http_status(), and every code set by err_code() or
   into req->err.code in server/ and common/) are exactly the keys of
   docs/error-codes.json, each with the status the server sends, and each
   entry has its field hint and both texts.
@@ -63,7 +63,7 @@ def check_reasons():
         for c in sorted(got - codes):
             problems.append("%s: code %s is not in common/reason_codes.h" % (doc, c))
     used = set()
-    for path in glob.glob(os.path.join(SRC, "server", "*.[ch]")) + \
+    for path in glob.glob(os.path.join(SRC, "server", "**", "*.[ch]"), recursive=True) + \
             glob.glob(os.path.join(SRC, "worker", "*.[ch]")):
         if path.endswith(".h"):
             used |= set(re.findall(r"\bRSN_[A-Z0-9_]+\b", open(path, encoding="utf-8").read()))
@@ -101,17 +101,17 @@ def switch_map(text, func, value_re):
 
 def check_errors():
     codes_of = switch_map(read("common/err.c"), "const char *rc_api_code(", r'"([a-z_]+)"')
-    status_of = switch_map(read("server/http.c"), "int srv_http_status(", r"(\d+)")
+    status_of = switch_map(read("server/http/http.c"), "int srv_http_status(", r"(\d+)")
     want = {}
     for rc, code in codes_of.items():
         if rc == "RC_OK":
             continue
         if rc not in status_of:
-            problems.append("server/http.c: srv_http_status() has no case for %s" % rc)
+            problems.append("server/http/http.c: srv_http_status() has no case for %s" % rc)
             continue
         want.setdefault(code, set()).add(int(status_of[rc]))
     explicit = set()
-    for path in glob.glob(os.path.join(SRC, "server", "*.c")) + \
+    for path in glob.glob(os.path.join(SRC, "server", "**", "*.c"), recursive=True) + \
             glob.glob(os.path.join(SRC, "common", "*.c")):
         text = open(path, encoding="utf-8").read()
         macros = dict(re.findall(r'^#define ([A-Z_]+) "([a-z_]+)"', text, re.M))

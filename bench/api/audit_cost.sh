@@ -4,10 +4,10 @@
 # end over HTTP, with a server built without the write).
 #
 # pgbench (8 clients, 2 threads, -M prepared: each statement parsed and
-# planned once per connection, as server/db.c db_exec does with PQprepare /
+# planned once per connection, as server/store/db.c db_exec does with PQprepare /
 # PQexecPrepared; MODE=extended gives unnamed parse/bind/execute per
 # statement, what db_exec did before it cached statements) replays the
-# statements one POST /api/v1/jobs sends (server/db_auth.c identify_token,
+# statements one POST /api/v1/jobs sends (server/store/db_auth.c identify_token,
 # db_users.c db_team_id, api_jobs.c api_job_submit -> db_jobs.c
 # db_job_insert, db_audit.c audit_append) in three variants:
 #   without  no audit write;

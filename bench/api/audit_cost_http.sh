@@ -7,7 +7,7 @@
 # Builds two release servers side by side (BUILD_TESTING=OFF):
 #   build-bench-audit-on   the product as it is;
 #   build-bench-audit-off  -DTRAINYARD_BENCH_NO_AUDIT=ON: audit_append()
-#                          returns at once (server/db_audit.c); bench only,
+#                          returns at once (server/store/db_audit.c); bench only,
 #                          the server warns at start.
 # Then, in a private PostgreSQL (bench/lib/with-pg.sh; fsync off) and all on
 # 127.0.0.1, ROUNDS times (default 2) alternating on, off: a fresh database,

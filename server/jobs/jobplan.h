@@ -7,7 +7,7 @@
  * model and a global_batch (jobspec.h). The advisor (advisor/advisor_json.h)
  * gets the request of docs/advisor.md built from the spec and from the nodes:
  *
- *   nodes   a JSON array, one object per node, as server/db_plan.c reads it:
+ *   nodes   a JSON array, one object per node, as server/store/db_plan.c reads it:
  *           {"name", "memory_mb" (the node's RAM), "gpus": [{"idx",
  *           "memory_mb", "compute_capability", "fake", "nvlink_peers"}],
  *           "capabilities", "interconnect", "nccl_probe"} (the last three

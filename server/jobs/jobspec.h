@@ -50,7 +50,7 @@
  *   optimizer     "adamw" | "adam" | "sgd" | "sgd-momentum", or null (adamw)
  *                 A job with a strategy, a model and a global_batch is planned
  *                 by the advisor at submit and again at placement
- *                 (server/jobplan.h).
+ *                 (server/jobs/jobplan.h).
  * No string may contain a NUL character; all must be valid UTF-8.
  *
  * Thread-safety: reentrant; a struct jobspec is immutable after parsing and

@@ -51,7 +51,7 @@
  * node of the attempt (borrowed array), each
  *   {"node_rank":0,"name":"gpu-07","addr":"10.0.0.7","gpus":[0,1],
  *    "interconnect":{...} or null,"nccl_probe":{...} or null}
- * with the shapes that register validated (server/topology.h); anything
+ * with the shapes that register validated (server/jobs/topology.h); anything
  * missing counts as not reported.
  *
  * *env (new object): the derived variables to send in the assignment's

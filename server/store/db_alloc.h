@@ -19,7 +19,7 @@ enum rc db_alloc_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req
 
 /*
  * The NCCL/gloo settings the nodes of the job's latest handed-out attempt
- * got (allocations.nccl, server/nccl_env.h), kept after the attempt ends:
+ * got (allocations.nccl, server/jobs/nccl_env.h), kept after the attempt ends:
  * {"attempt":2,"nodes":[{"node","node_rank","variables":[...]}]}, or JSON
  * null when no assignment was handed out yet.
  */

@@ -13,7 +13,7 @@
 
 /* Every node with its GPUs (array "gpus"), live GPU use, site name and what
  * its worker reported at register (capabilities, interconnect, nccl_probe:
- * server/topology.h), by name. */
+ * server/jobs/topology.h), by name. */
 enum rc db_node_list(PGconn *c, json_t **out, const char *req_id) TY_WUR;
 
 /* What the registered nodes of one site can hold, whatever their state

@@ -1,4 +1,4 @@
-"""Every route of server/routes.c against every kind of caller: anonymous,
+"""Every route of server/api/routes.c against every kind of caller: anonymous,
 a member of the job's team, a member of another team, an auditor, an admin.
 The test fails when a route is added without a row here."""
 import atexit
@@ -20,7 +20,7 @@ atexit.register(shutil.rmtree, STORAGE, True)
 
 
 def routes_in_source():
-    with open(os.path.join(harness.SRC, "server", "routes.c")) as f:
+    with open(os.path.join(harness.SRC, "server", "api", "routes.c")) as f:
         src = f.read()
     return set(re.findall(r'R\("([A-Z]+)", "([^"]+)"', src))
 

@@ -1,4 +1,4 @@
-"""What the leader's runtime predictor learns from (docs/queue.md, server/db_forecast.h):
+"""What the leader's runtime predictor learns from (docs/queue.md, server/store/db_forecast.h):
 finished jobs written to PostgreSQL as the server would, then a queued job
 of the same key, whose prediction the forecast shows.
 

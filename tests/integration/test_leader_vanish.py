@@ -6,7 +6,7 @@ between its two ends (its client port and PostgreSQL's port), both ways, so
 neither end sees a FIN or an RST (what a powered-off machine or a pulled
 cable does to it). With Linux's defaults PostgreSQL would keep the session,
 and with it the lock, for about two hours. The server's sessions probe both
-ways (server/db.c: idle 5 s, a probe every 2 s, 3 lost), so:
+ways (server/store/db.c: idle 5 s, a probe every 2 s, 3 lost), so:
 
 - a new session takes the lock within the test's bound of 60 s (about 11 s
   expected; the figure is printed): the other replica's, or the old
@@ -34,7 +34,7 @@ from harness import ADMIN_PASSWORD, Client, Database, Server, wait_for  # noqa: 
 
 LEADS = "this replica leads scheduling"
 LOST = "lost the scheduling lock's session"
-LEADER_KEY = 7243002  # server/sched_loop.c SCHED_LEADER_KEY
+LEADER_KEY = 7243002  # server/loops/sched_loop.c SCHED_LEADER_KEY
 
 
 def nft_path():

@@ -166,7 +166,7 @@ class LockRaceTest(ServerTest):
             for t in agents:
                 t.join()
         # What happened, for the record: a retry here is handled, but means
-        # two transactions met in an order "Lock order" (server/db.h) rules out.
+        # two transactions met in an order "Lock order" (server/store/db.h) rules out.
         log = self.server.log_text()[log_start:]
         print("rounds=%d jobs=%d placed=%s deadlocks=%d retried=%d" % (
             rounds, len(all_ids),

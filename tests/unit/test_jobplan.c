@@ -1,6 +1,6 @@
 /*
  * test_jobplan.c - unit tests of the advisor in the product
- * (server/jobplan.c): the prediction next to the measurement with the error
+ * (server/jobs/jobplan.c): the prediction next to the measurement with the error
  * in percent, the node kinds a plan is made for (fake GPUs as CPU processes,
  * the site's largest GPUs at submit, the weakest allocated GPU and link at
  * placement, capabilities only when every node reported them), a template's

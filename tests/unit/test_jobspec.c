@@ -1,5 +1,5 @@
 /*
- * test_jobspec.c - unit tests of the job-spec validator (server/jobspec.c):
+ * test_jobspec.c - unit tests of the job-spec validator (server/jobs/jobspec.c):
  * defaults, normalization round trip, every field's type and range edges,
  * unknown fields, reserved env names and the field paths of errors.
  */

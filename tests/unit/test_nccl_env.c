@@ -1,6 +1,6 @@
 /*
  * test_nccl_env.c - the NCCL/gloo settings the server derives for each node
- * of a job from what the nodes reported (server/nccl_env.h): the socket
+ * of a job from what the nodes reported (server/jobs/nccl_env.h): the socket
  * interface (rendezvous address held, on its subnet, or routed), InfiniBand
  * on every node or on some, the P2P level from the GPU paths, NCCL_ALGO /
  * NCCL_PROTO only where the probe measured a gain, and the user's own env

@@ -1,5 +1,5 @@
 /*
- * test_outputs.c - server/outputs.h's checkpoint rule: which checkpoint
+ * test_outputs.c - server/jobs/outputs.h's checkpoint rule: which checkpoint
  * paths a node may report (inside the job's checkpoint directory, itself in
  * the site's storage roots), lexically, with ".." tricks and look-alikes
  * refused and the accepted paths normalized.

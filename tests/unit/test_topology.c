@@ -1,6 +1,6 @@
 /*
  * test_topology.c - the register validators of a node's capabilities,
- * interconnect and NCCL probe (server/topology.h): what a real worker sends
+ * interconnect and NCCL probe (server/jobs/topology.h): what a real worker sends
  * passes, and each bad value is refused naming its field.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /*
  * test_tpl_expand.c - unit tests of the submit by template
- * (server/tpl_expand.c): the command made from the schema and the values
+ * (server/jobs/tpl_expand.c): the command made from the schema and the values
  * (defaults, order, every type's rendering), the keys filled from the
  * template or kept from the request, every refusal of a value with
  * "params.<name>" named, the expanded spec accepted by the job-spec
