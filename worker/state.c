@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,36 @@ out:
     free(text);
     json_decref(root);
     return rc;
+}
+
+enum rc wrk_file_write_atomic(const char *path, const char *text, mode_t mode)
+{
+    char tmp[PATH_MAX + 8];
+    size_t len = strlen(text), off = 0;
+    int fd;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return RC_EINVAL;
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return RC_EUNAVAIL;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            unlink(tmp);
+            return RC_EUNAVAIL;
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return RC_EUNAVAIL;
+    }
+    return RC_OK;
 }
 
 static int json_int_in(const json_t *o, const char *k, json_int_t lo, json_int_t hi, json_int_t *v)

@@ -60,6 +60,14 @@ enum rc wrk_state_save(const char *path, const struct wrk_state *s) TY_WUR;
  */
 enum rc wrk_state_load(const char *path, struct wrk_state **out) TY_WUR;
 
+/*
+ * Replace path with text (both borrowed) atomically: a new path.tmp (O_EXCL,
+ * no symlink followed) with mode, fsync, rename; node.json and ds_config.json
+ * go this way so that a crash leaves the old file or the new one, never half
+ * of one. RC_OK, RC_EINVAL (path too long) or RC_EUNAVAIL (path.tmp removed).
+ */
+enum rc wrk_file_write_atomic(const char *path, const char *text, mode_t mode) TY_WUR;
+
 /* Start time of pid from /proc; RC_OK, RC_ENOTFOUND (no such process). */
 enum rc wrk_proc_starttime(pid_t pid, uint64_t *out) TY_WUR;
 
