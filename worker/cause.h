@@ -1,12 +1,12 @@
 /*
  * cause.h - deterministic failures: an attempt that cannot run on this node
- * whatever is retried (issue #13). The worker reports such an attempt's end
+ * however often it is retried. The worker reports such an attempt's end
  * with one of the causes below next to the exit codes (docs/agent-protocol.md,
  * "Attempt reports", "failure"), and the server fails the job at once instead
  * of spending its restarts on the same failure.
  *
  * A cause is claimed only where the failure is certain; anything in doubt is
- * an ordinary failure, which keeps today's restarts:
+ * an ordinary failure, which the server restarts as usual:
  *   - exec_failed: exec(2) of argv[0] failed with an errno that a retry
  *     cannot change (wrk_cause_exec_errno()), and the working directory is
  *     still there (so the error was not the spawn's chdir);
