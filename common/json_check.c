@@ -31,16 +31,54 @@ void jcheck_describe(const json_t *v, struct err *e)
         err_detail(e, "got an array");
 }
 
-enum rc jcheck_bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
+void jcheck_describe_cut(const json_t *v, struct err *e)
+{
+    char q[80];
+
+    if (e == NULL || v == NULL)
+        return;
+    if (json_is_string(v)) {
+        jcheck_printable(json_string_value(v), json_string_length(v), 1, q, sizeof(q));
+        err_detail(e, "got \"%s\"", q);
+    } else {
+        jcheck_describe(v, e); /* the two differ only in strings */
+    }
+}
+
+static enum rc vbad(struct err *e, const char *field, const json_t *v, int cut, const char *fmt,
+                    va_list ap) TY_PRINTF(5, 0);
+
+static enum rc vbad(struct err *e, const char *field, const json_t *v, int cut, const char *fmt,
+                    va_list ap)
 {
     char msg[256];
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    err_set(e, RC_EINVAL, field, "%s", msg);
+    if (cut)
+        jcheck_describe_cut(v, e);
+    else
+        jcheck_describe(v, e);
+    return RC_EINVAL;
+}
+
+enum rc jcheck_bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
+{
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vbad(e, field, v, 0, fmt, ap);
     va_end(ap);
-    err_set(e, RC_EINVAL, field, "%s", msg);
-    jcheck_describe(v, e);
+    return RC_EINVAL;
+}
+
+enum rc jcheck_bad_cut(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vbad(e, field, v, 1, fmt, ap);
+    va_end(ap);
     return RC_EINVAL;
 }
 
@@ -51,8 +89,75 @@ int jcheck_has_ctrl(const char *s, size_t len)
     for (size_t i = 0; i < len; i++) {
         if (u[i] < 0x20 || u[i] == 0x7f)
             return 1;
+        /* C1 controls U+0080..U+009F are encoded as C2 80..C2 9F. */
         if (u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
             return 1;
     }
     return 0;
+}
+
+void jcheck_printable(const char *s, size_t len, int mark_cut, char *buf, size_t size)
+{
+    const size_t keep = 64;
+    size_t o = 0;
+
+    for (size_t i = 0; i < len && o + 4 < size; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (o >= keep) {
+            if (mark_cut) {
+                memcpy(buf + o, "...", 3);
+                o += 3;
+            }
+            break;
+        }
+        buf[o++] = (c >= 0x20 && c < 0x7f && c != '"') ? (char)c : '?';
+    }
+    buf[o] = '\0';
+}
+
+void jcheck_list_add(char *buf, size_t size, size_t i, const char *name)
+{
+    size_t used = strlen(buf);
+
+    if (used + 1 >= size)
+        return;
+    snprintf(buf + used, size - used, "%s%s", i ? ", " : "", name);
+}
+
+void jcheck_list(char *buf, size_t size, const char *const *names, size_t n)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        jcheck_list_add(buf, size, i, names[i]);
+}
+
+int jcheck_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+
+    if (c != 0)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+const char *jcheck_unknown_key(const json_t *obj, const char *const *known, size_t n, size_t *len)
+{
+    json_t *o = (json_t *)obj; /* jansson's iteration API is not const-correct */
+    const char *key, *worst = NULL;
+    size_t klen, worst_len = 0;
+    json_t *v;
+
+    json_object_keylen_foreach(o, key, klen, v)
+    {
+        int found = 0;
+
+        for (size_t i = 0; i < n && !found; i++)
+            found = klen == strlen(known[i]) && memcmp(key, known[i], klen) == 0;
+        if (!found && (worst == NULL || jcheck_key_cmp(key, klen, worst, worst_len) < 0)) {
+            worst = key;
+            worst_len = klen;
+        }
+    }
+    *len = worst_len;
+    return worst;
 }
