@@ -13,8 +13,8 @@
 #include "jobspec.h"
 
 #include "jobplan.h"
+#include "json_check.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,82 +73,6 @@ const char *jobspec_strategy_str(enum jobspec_strategy s)
     return NULL;
 }
 
-/* Copy s[0..len) into buf for a message: printable ASCII kept, others '?'. */
-static void printable(const char *s, size_t len, char *buf, size_t size)
-{
-    const size_t keep = 64;
-    size_t o = 0;
-
-    for (size_t i = 0; i < len && o + 4 < size; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (o >= keep) {
-            memcpy(buf + o, "...", 3);
-            o += 3;
-            break;
-        }
-        buf[o++] = (c >= 0x20 && c < 0x7f && c != '"') ? (char)c : '?';
-    }
-    buf[o] = '\0';
-}
-
-/* "got ..." for a detail: the value if short and scalar, else its type. */
-static void describe(const json_t *v, char *buf, size_t size)
-{
-    char q[80];
-
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        snprintf(buf, size, "got an object");
-        break;
-    case JSON_ARRAY:
-        snprintf(buf, size, "got an array");
-        break;
-    case JSON_STRING:
-        printable(json_string_value(v), json_string_length(v), q, sizeof(q));
-        snprintf(buf, size, "got \"%s\"", q);
-        break;
-    case JSON_INTEGER:
-        snprintf(buf, size, "got %" JSON_INTEGER_FORMAT, json_integer_value(v));
-        break;
-    case JSON_REAL:
-        snprintf(buf, size, "got %g", json_real_value(v));
-        break;
-    case JSON_TRUE:
-        snprintf(buf, size, "got true");
-        break;
-    case JSON_FALSE:
-        snprintf(buf, size, "got false");
-        break;
-    case JSON_NULL:
-        snprintf(buf, size, "got null");
-        break;
-    default:
-        snprintf(buf, size, "got an unknown value");
-        break;
-    }
-}
-
-/* Fill e: RC_EINVAL at field, the formatted message, v described as detail. */
-static enum rc bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
-    TY_PRINTF(4, 5);
-
-static enum rc bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
-{
-    char msg[256];
-    char det[128];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    err_set(e, RC_EINVAL, field, "%s", msg);
-    if (v != NULL) {
-        describe(v, det, sizeof(det));
-        err_detail(e, "%s", det);
-    }
-    return RC_EINVAL;
-}
-
 static enum rc oom(struct err *e)
 {
     return err_set(e, RC_ENOMEM, NULL, "internal error");
@@ -197,19 +121,6 @@ static int utf8_valid(const unsigned char *s, size_t len)
     return 1;
 }
 
-/* Whether s[0..len) (valid UTF-8) has a C0, DEL or C1 control character. */
-static int has_ctrl(const unsigned char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < 0x20 || s[i] == 0x7f)
-            return 1;
-        /* C1 controls U+0080..U+009F are encoded as C2 80..C2 9F. */
-        if (s[i] == 0xc2 && i + 1 < len && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f)
-            return 1;
-    }
-    return 0;
-}
-
 /*
  * Check that v is a string of min..max bytes (valid UTF-8, no NUL) and copy
  * it to *out (owned by the caller). what names the field in the message.
@@ -221,20 +132,20 @@ static enum rc get_str(const json_t *v, const char *field, const char *what, siz
     size_t len;
 
     if (!json_is_string(v))
-        return bad(e, field, v, "%s must be a string", what);
+        return jcheck_bad_cut(e, field, v, "%s must be a string", what);
     s = json_string_value(v);
     len = json_string_length(v);
     if (!utf8_valid((const unsigned char *)s, len))
-        return bad(e, field, NULL, "%s must be valid UTF-8", what);
+        return jcheck_bad_cut(e, field, NULL, "%s must be valid UTF-8", what);
     if (memchr(s, '\0', len) != NULL)
-        return bad(e, field, NULL, "%s must not contain NUL characters", what);
+        return jcheck_bad_cut(e, field, NULL, "%s must not contain NUL characters", what);
     if (len < min || len > max) {
-        bad(e, field, NULL, "%s must be %zu to %zu bytes long", what, min, max);
+        jcheck_bad_cut(e, field, NULL, "%s must be %zu to %zu bytes long", what, min, max);
         err_detail(e, "got %zu bytes", len);
         return RC_EINVAL;
     }
-    if ((flags & STR_NO_CTRL) && has_ctrl((const unsigned char *)s, len))
-        return bad(e, field, v, "%s must not contain control characters", what);
+    if ((flags & STR_NO_CTRL) && jcheck_has_ctrl(s, len))
+        return jcheck_bad_cut(e, field, v, "%s must not contain control characters", what);
     *out = strndup(s, len);
     return *out ? RC_OK : oom(e);
 }
@@ -244,9 +155,10 @@ static enum rc get_int(const json_t *v, const char *field, const char *what, jso
                        json_int_t max, json_int_t *out, struct err *e)
 {
     if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-        return bad(e, field, v,
-                   "%s must be an integer from %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT,
-                   what, min, max);
+        return jcheck_bad_cut(e, field, v,
+                              "%s must be an integer from %" JSON_INTEGER_FORMAT
+                              " to %" JSON_INTEGER_FORMAT,
+                              what, min, max);
     *out = json_integer_value(v);
     return RC_OK;
 }
@@ -255,8 +167,7 @@ static enum rc get_int(const json_t *v, const char *field, const char *what, jso
 static enum rc get_enum(const json_t *v, const char *field, const char *const *names, size_t n,
                         int *out, struct err *e)
 {
-    char list[128] = "";
-    size_t used = 0;
+    char list[128];
 
     if (json_is_string(v)) {
         for (size_t i = 0; i < n; i++) {
@@ -267,13 +178,8 @@ static enum rc get_enum(const json_t *v, const char *field, const char *const *n
             }
         }
     }
-    for (size_t i = 0; i < n && used < sizeof(list); i++) {
-        int w = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", names[i]);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-    return bad(e, field, v, "%s must be one of %s", field, list);
+    jcheck_list(list, sizeof(list), names, n);
+    return jcheck_bad_cut(e, field, v, "%s must be one of %s", field, list);
 }
 
 /* Build "prefix.key" (key sanitized) into buf. */
@@ -281,50 +187,27 @@ static void field_join(char *buf, size_t size, const char *prefix, const char *k
 {
     char k[80];
 
-    printable(key, klen, k, sizeof(k));
+    jcheck_printable(key, klen, 1, k, sizeof(k));
     if (prefix[0] != '\0')
         snprintf(buf, size, "%s.%s", prefix, k);
     else
         snprintf(buf, size, "%s", k);
 }
 
-/* Byte-order compare of two (pointer, length) keys. */
-static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-
-    if (c != 0)
-        return c;
-    return alen < blen ? -1 : alen > blen;
-}
-
 /* Refuse the smallest key of obj that is not in known[]; prefix for the path. */
 static enum rc check_unknown(const json_t *obj, const char *prefix, const char *const *known,
                              size_t nknown, struct err *e)
 {
-    json_t *o = (json_t *)obj; /* jansson's iteration API is not const-correct */
-    const char *key, *worst = NULL;
-    size_t klen, worst_len = 0;
-    json_t *v;
+    size_t worst_len;
+    const char *worst = jcheck_unknown_key(obj, known, nknown, &worst_len);
     char field[96];
     char k[80];
 
-    json_object_keylen_foreach(o, key, klen, v)
-    {
-        int found = 0;
-
-        for (size_t i = 0; i < nknown && !found; i++)
-            found = klen == strlen(known[i]) && memcmp(key, known[i], klen) == 0;
-        if (!found && (worst == NULL || key_cmp(key, klen, worst, worst_len) < 0)) {
-            worst = key;
-            worst_len = klen;
-        }
-    }
     if (worst == NULL)
         return RC_OK;
     field_join(field, sizeof(field), prefix, worst, worst_len);
-    printable(worst, worst_len, k, sizeof(k));
-    return bad(e, field, NULL, "unknown field \"%s\"", k);
+    jcheck_printable(worst, worst_len, 1, k, sizeof(k));
+    return jcheck_bad_cut(e, field, NULL, "unknown field \"%s\"", k);
 }
 
 static enum rc parse_command(const json_t *v, struct jobspec *spec, struct err *e)
@@ -333,11 +216,12 @@ static enum rc parse_command(const json_t *v, struct jobspec *spec, struct err *
     enum rc rc;
 
     if (v == NULL)
-        return bad(e, "command", NULL, "command is required");
+        return jcheck_bad_cut(e, "command", NULL, "command is required");
     if (!json_is_array(v))
-        return bad(e, "command", v, "command must be an array of 1 to %d strings", MAX_ARGS);
+        return jcheck_bad_cut(e, "command", v, "command must be an array of 1 to %d strings",
+                              MAX_ARGS);
     if (json_array_size(v) == 0 || json_array_size(v) > MAX_ARGS) {
-        bad(e, "command", NULL, "command must be an array of 1 to %d strings", MAX_ARGS);
+        jcheck_bad_cut(e, "command", NULL, "command must be an array of 1 to %d strings", MAX_ARGS);
         err_detail(e, "got %zu items", json_array_size(v));
         return RC_EINVAL;
     }
@@ -361,16 +245,16 @@ static enum rc parse_resources(const json_t *v, struct jobspec *spec, struct err
     enum rc rc;
 
     if (v == NULL)
-        return bad(e, "resources", NULL, "resources is required");
+        return jcheck_bad_cut(e, "resources", NULL, "resources is required");
     if (!json_is_object(v))
-        return bad(e, "resources", v, "resources must be an object");
+        return jcheck_bad_cut(e, "resources", v, "resources must be an object");
     rc = check_unknown(v, "resources", resources_fields,
                        sizeof(resources_fields) / sizeof(resources_fields[0]), e);
     if (rc != RC_OK)
         return rc;
     g = json_object_get(v, "gpus");
     if (g == NULL)
-        return bad(e, "resources.gpus", NULL, "gpus is required");
+        return jcheck_bad_cut(e, "resources.gpus", NULL, "gpus is required");
     rc = get_int(g, "resources.gpus", "gpus", 1, JOBSPEC_MAX_GPUS, &n, e);
     if (rc != RC_OK)
         return rc;
@@ -384,13 +268,14 @@ static enum rc parse_resources(const json_t *v, struct jobspec *spec, struct err
         return rc;
     spec->gpus_per_node = (int)n;
     if (spec->gpus < spec->gpus_per_node) {
-        bad(e, "resources.gpus", NULL,
+        jcheck_bad_cut(
+            e, "resources.gpus", NULL,
             "gpus is less than gpus_per_node: ask for whole nodes or leave gpus_per_node out");
         err_detail(e, "got gpus %d, gpus_per_node %d", spec->gpus, spec->gpus_per_node);
         return RC_EINVAL;
     }
     if (spec->gpus % spec->gpus_per_node != 0) {
-        bad(e, "resources.gpus", NULL, "gpus must be a multiple of gpus_per_node");
+        jcheck_bad_cut(e, "resources.gpus", NULL, "gpus must be a multiple of gpus_per_node");
         err_detail(e, "got gpus %d, gpus_per_node %d", spec->gpus, spec->gpus_per_node);
         return RC_EINVAL;
     }
@@ -455,7 +340,7 @@ static int env_item_cmp(const void *a, const void *b)
 {
     const struct env_item *x = a, *y = b;
 
-    return key_cmp(x->key, x->len, y->key, y->len);
+    return jcheck_key_cmp(x->key, x->len, y->key, y->len);
 }
 
 static enum rc parse_env(const json_t *v, struct jobspec *spec, struct err *e)
@@ -470,9 +355,9 @@ static enum rc parse_env(const json_t *v, struct jobspec *spec, struct err *e)
     enum rc rc = RC_EINVAL;
 
     if (!json_is_object(v))
-        return bad(e, "env", v, "env must be an object of strings");
+        return jcheck_bad_cut(e, "env", v, "env must be an object of strings");
     if (json_object_size(v) > MAX_ENV) {
-        bad(e, "env", NULL, "env must have at most %d variables", MAX_ENV);
+        jcheck_bad_cut(e, "env", NULL, "env must have at most %d variables", MAX_ENV);
         err_detail(e, "got %zu", json_object_size(v));
         return RC_EINVAL;
     }
@@ -501,8 +386,9 @@ static enum rc parse_env(const json_t *v, struct jobspec *spec, struct err *e)
 
         field_join(field, sizeof(field), "env", items[i].key, items[i].len);
         if (!env_name_valid(items[i].key, items[i].len)) {
-            printable(items[i].key, items[i].len, k, sizeof(k));
-            bad(e, "env", NULL,
+            jcheck_printable(items[i].key, items[i].len, 1, k, sizeof(k));
+            jcheck_bad_cut(
+                e, "env", NULL,
                 "environment variable names must match [A-Za-z_][A-Za-z0-9_]* and be at most "
                 "%d bytes",
                 MAX_ENV_NAME);
@@ -511,11 +397,11 @@ static enum rc parse_env(const json_t *v, struct jobspec *spec, struct err *e)
         }
         if (env_reserved(items[i].key, &proxy)) {
             if (proxy)
-                bad(e, field, NULL,
-                    "proxy variables are not allowed: data must not leave the site");
+                jcheck_bad_cut(e, field, NULL,
+                               "proxy variables are not allowed: data must not leave the site");
             else
-                bad(e, field, NULL, "%s is set by the platform and cannot be overridden",
-                    items[i].key);
+                jcheck_bad_cut(e, field, NULL, "%s is set by the platform and cannot be overridden",
+                               items[i].key);
             err_detail(e, "got \"%s\"", items[i].key);
             goto out;
         }
@@ -541,7 +427,8 @@ static enum rc parse_datasets(const json_t *v, struct jobspec *spec, struct err 
     enum rc rc;
 
     if (!json_is_array(v) || json_array_size(v) > MAX_DATASETS) {
-        bad(e, "datasets", v, "datasets must be an array of at most %d strings", MAX_DATASETS);
+        jcheck_bad_cut(e, "datasets", v, "datasets must be an array of at most %d strings",
+                       MAX_DATASETS);
         if (json_is_array(v))
             err_detail(e, "got %zu items", json_array_size(v));
         return RC_EINVAL;
@@ -587,9 +474,10 @@ static enum rc parse_site(const json_t *v, struct jobspec *spec, struct err *e)
         char c = spec->site[i];
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
               (i > 0 && (c == '_' || c == '-'))))
-            return bad(e, "site", v,
-                       "site must start with a lower-case letter or digit and contain only "
-                       "a-z, 0-9, '_' and '-'");
+            return jcheck_bad_cut(
+                e, "site", v,
+                "site must start with a lower-case letter or digit and contain only "
+                "a-z, 0-9, '_' and '-'");
     }
     return RC_OK;
 }
@@ -669,9 +557,9 @@ static enum rc parse_params(const json_t *v, struct jobspec *spec, struct err *e
     if (v == NULL || json_is_null(v))
         return RC_OK;
     if (!json_is_object(v))
-        return bad(e, "params", v, "params must be an object of template parameters");
+        return jcheck_bad_cut(e, "params", v, "params must be an object of template parameters");
     if (json_object_size(v) > MAX_PARAMS) {
-        bad(e, "params", NULL, "params must have at most %d entries", MAX_PARAMS);
+        jcheck_bad_cut(e, "params", NULL, "params must have at most %d entries", MAX_PARAMS);
         err_detail(e, "got %zu", json_object_size(v));
         return RC_EINVAL;
     }
@@ -690,10 +578,10 @@ static enum rc parse_params(const json_t *v, struct jobspec *spec, struct err *e
     for (size_t i = 0; i < n; i++) {
         field_join(field, sizeof(field), "params", items[i].key, items[i].len);
         if (!param_name_valid(items[i].key, items[i].len)) {
-            printable(items[i].key, items[i].len, k, sizeof(k));
-            bad(e, "params", NULL,
-                "parameter names must match [a-z][a-z0-9_]* and be at most %d bytes",
-                MAX_PARAM_NAME);
+            jcheck_printable(items[i].key, items[i].len, 1, k, sizeof(k));
+            jcheck_bad_cut(e, "params", NULL,
+                           "parameter names must match [a-z][a-z0-9_]* and be at most %d bytes",
+                           MAX_PARAM_NAME);
             err_detail(e, "got \"%s\"", k);
             goto out;
         }
@@ -705,7 +593,8 @@ static enum rc parse_params(const json_t *v, struct jobspec *spec, struct err *e
                 goto out;
             rc = RC_EINVAL;
         } else if (!json_is_number(items[i].val) && !json_is_boolean(items[i].val)) {
-            bad(e, field, items[i].val, "%s must be a string, a number or a boolean", field);
+            jcheck_bad_cut(e, field, items[i].val, "%s must be a string, a number or a boolean",
+                           field);
             goto out;
         }
     }
@@ -742,12 +631,12 @@ static enum rc parse_fields(const json_t *in, struct jobspec *spec, struct err *
     if (rc != RC_OK)
         return rc;
     if ((v = json_object_get(in, "name")) == NULL)
-        return bad(e, "name", NULL, "name is required");
+        return jcheck_bad_cut(e, "name", NULL, "name is required");
     rc = get_str(v, "name", "name", 1, MAX_NAME, STR_NO_CTRL, &spec->name, e);
     if (rc != RC_OK)
         return rc;
     if ((v = json_object_get(in, "team")) == NULL)
-        return bad(e, "team", NULL, "team is required");
+        return jcheck_bad_cut(e, "team", NULL, "team is required");
     rc = get_str(v, "team", "team", 1, MAX_TEAM, STR_NO_CTRL, &spec->team, e);
     if (rc != RC_OK)
         return rc;
@@ -755,9 +644,10 @@ static enum rc parse_fields(const json_t *in, struct jobspec *spec, struct err *
         char c = spec->team[i];
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
               (i > 0 && (c == '_' || c == '-'))))
-            return bad(e, "team", v,
-                       "team must start with a lower-case letter or digit and contain only "
-                       "a-z, 0-9, '_' and '-'");
+            return jcheck_bad_cut(
+                e, "team", v,
+                "team must start with a lower-case letter or digit and contain only "
+                "a-z, 0-9, '_' and '-'");
     }
     rc = parse_command(json_object_get(in, "command"), spec, e);
     if (rc != RC_OK)
@@ -816,7 +706,7 @@ enum rc jobspec_parse(const json_t *in, struct jobspec **out, struct err *e)
         return err_set(e, RC_EINTERNAL, NULL, "internal error");
     *out = NULL;
     if (!json_is_object(in))
-        return bad(e, "", in, "job spec must be a JSON object");
+        return jcheck_bad_cut(e, "", in, "job spec must be a JSON object");
     spec = calloc(1, sizeof(*spec));
     if (spec == NULL)
         return oom(e);
