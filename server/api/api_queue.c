@@ -1,5 +1,5 @@
 /*
- * api_queue.c - the queue forecast (issue 10, docs/queue.md):
+ * api_queue.c - the queue forecast (docs/queue.md):
  * GET /api/v1/queue, GET /api/v1/jobs/{id}/forecast and
  * POST /api/v1/queue/what-if.
  *

@@ -124,8 +124,9 @@ void waiters_add(struct waiters *w, struct srv_req *req, int64_t key)
     struct waiter_entry *e = calloc(1, sizeof(*e));
 
     if (e == NULL) {
-        /* The connection is suspended already and nothing else would ever
-         * resume it (issue 13): resume it now, to answer an error. */
+        /* The connection is suspended already and, with no entry in the
+         * list, nothing would ever resume it: resume it here, to answer an
+         * error. */
         LOG_ERROR("http", "cannot park a long-poll: out of memory", "req_id=%s", req->req_id);
         srv_fail(req, RC_ENOMEM, "", "out of memory");
         req->resume_rc = RC_ENOMEM;

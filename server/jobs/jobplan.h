@@ -1,5 +1,5 @@
 /*
- * jobplan.h - the strategy advisor in the product (issue 8): a job's plan
+ * jobplan.h - the strategy advisor in the product (docs/advisor.md): a job's plan
  * at submit and at placement, what its ranks get at launch, and the plan's
  * prediction next to what the job measured.
  *

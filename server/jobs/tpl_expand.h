@@ -1,6 +1,6 @@
 /*
  * tpl_expand.h - a submit by template made into a full job spec, and the
- * check of one parameter value against a template's schema (issue 9).
+ * check of one parameter value against a template's schema.
  *
  * POST /api/v1/jobs with "template" and no "command" is a submit by
  * template: {"template": id, "params": {...}, "team": ..., and optionally any

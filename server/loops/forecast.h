@@ -1,5 +1,5 @@
 /*
- * forecast.h - the leader's queue forecast (issue 10, docs/queue.md): the
+ * forecast.h - the leader's queue forecast (docs/queue.md): the
  * runtime predictor (predictor/predictor.h) learned from the jobs that
  * finished (db_forecast.h says which count), its predictions put into each
  * scheduler snapshot (queued jobs' predicted_ms, running jobs'

@@ -486,7 +486,7 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg,
         if (!json_is_array(nets))
             json_decref(nets);
     }
-    /* The advisor's plan (issue 8, jobplan.h; column 18, attempts.plan): its
+    /* The advisor's plan (jobplan.h; column 18, attempts.plan): its
      * TRAINYARD_* env for every rank and, for a DeepSpeed plan, the
      * ds_config.json the worker writes. */
     if (a != NULL &&

@@ -1,5 +1,5 @@
 /*
- * db_forecast.h - the queue forecast's SQL (issue 10, docs/queue.md): the
+ * db_forecast.h - the queue forecast's SQL (docs/queue.md): the
  * finished jobs the runtime predictor learns from, the predictor keys of
  * the jobs in a snapshot, the leader's writing of the forecast and every
  * replica's reading of it (tables queue_forecast and queue_forecast_meta,

@@ -1,5 +1,5 @@
 /*
- * db_plan.h - the rows behind a job's plans (issue 8, server/jobs/jobplan.h):
+ * db_plan.h - the rows behind a job's plans (server/jobs/jobplan.h):
  * the nodes a plan is made for, the plan at submit (jobs.plan), the plan at
  * placement (attempts.plan, a "plan" job event and a job.plan audit event),
  * and what the job measured.
