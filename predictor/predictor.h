@@ -1,5 +1,5 @@
 /*
- * predictor.h - the runtime predictor of the queue forecast (issue 10): learns
+ * predictor.h - the runtime predictor of the queue forecast (docs/queue.md): learns
  * from finished jobs how long jobs really run, and predicts a queued job's run
  * time as a quantile of the past runs of the most specific key that has enough
  * of them, falling back to the job's time limit.

@@ -137,8 +137,8 @@ struct sched_queue {
  * predicted run after it, at most (aging: no job waits forever) */
 #define SCHED_SPF_AGING 1
 /* trainyard-qspf: the same bound, weaker aging (closer to shortest first; bench/RESULTS.md,
- * issue 10: on the Philly replay 1 gave 1.85x sjf-oracle's average JCT under
- * trainyard-spf, 32 under trainyard-qspf 1.26x) */
+ * "Average JCT with the runtime predictor": on the Philly replay 1 gave 1.85x sjf-oracle's
+ * average JCT under trainyard-spf, 32 under trainyard-qspf 1.26x) */
 #define SCHED_QSPF_AGING 32
 /* tiresias-las: attained service that moves a job to the second queue (GPU-ms) */
 #define SCHED_LAS_THRESHOLD_GPU_MS (16LL * 3600 * 1000)

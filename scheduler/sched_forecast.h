@@ -1,5 +1,5 @@
 /*
- * sched_forecast.h - the queue forecast (issue 10): why each queued job waits
+ * sched_forecast.h - the queue forecast (docs/queue.md): why each queued job waits
  * and when it will start. Pure like sched.h: no I/O, clock, globals or
  * threads; the snapshot goes in, one entry per queued job comes out.
  *

@@ -20,7 +20,7 @@
  * trainyard sees only time limits: the trace's, or the duration rounded up to
  * the next whole hour (users over-ask). sjf-oracle sees the true durations.
  *
- * With the predictor (struct sim_opts.predict, issue 10) a job's predicted
+ * With the predictor (struct sim_opts.predict, predictor/) a job's predicted
  * run is asked at its arrival from what finished before it; the predictor
  * learns a job's run time only at its completion event. Forecasts
  * (forecast_every) run on the same snapshot as the pass at that time, before

@@ -103,7 +103,7 @@ struct sim_opts {
     double quantile;       /* the predictor's quantile; 0 = 0.5 */
     bool pred_team;        /* also consult the team key (team, GPUs), which ignores the time
                               limit: on Philly it predicted hour-long jobs from minute-long
-                              ones (bench/RESULTS.md, issue 10) */
+                              ones (bench/RESULTS.md, the team-key rows) */
     size_t forecast_every; /* forecast at every Nth arrival (while jobs are queued); 0 = never */
     int64_t min_wait_ms;   /* forecast accuracy counts jobs that waited this long; 0 = 10 min */
     bool forecast_exact;   /* forecasts simulate a sched_plan() per end (sched_forecast_opts.exact)
