@@ -1,4 +1,4 @@
-"""The strategy advisor in the product (issue 8: server/jobs/jobplan.c, db_plan.c,
+"""The strategy advisor in the product (server/jobs/jobplan.c, db_plan.c,
 POST /api/v1/advisor, the plan at submit and at placement, the launch):
 
 - POST /api/v1/advisor answers a plan for a valid request and refuses a bad

@@ -1,8 +1,8 @@
-"""API error codes against docs/error-codes.json (issue 12): every error
-the server answers here has a code listed in the file, with the file's
-HTTP status, and the error shape the dashboard reads; errors caused by one
-query parameter or body field name it in "field" (the audit filters, the
-node heartbeat and report arrays did not)."""
+"""API error codes against docs/error-codes.json: every error the server
+answers here has a code listed in the file, with the file's HTTP status,
+and the error shape the dashboard reads; errors caused by one query
+parameter or body field name it in "field" (the audit filters and the node
+heartbeat and report arrays included)."""
 import json
 import os
 import sys

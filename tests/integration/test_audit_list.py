@@ -1,5 +1,5 @@
 """GET /api/v1/audit/events against a reference computed from the table
-(issue 12, the audit page): 3,000 events written by SQL with known times,
+(the dashboard's audit page): 3,000 events written by SQL with known times,
 actors, actions and targets; every filter (actor, target, exact action, an
 action prefix, since/until, combined) paged to the end by keyset cursor
 gives exactly the rows, newest first, that Python finds in the table. The

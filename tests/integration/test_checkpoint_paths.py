@@ -1,4 +1,4 @@
-"""The server vets the checkpoint paths a node reports (issue 13, defect 9).
+"""The server vets the checkpoint paths a node reports.
 
 A node that speaks the worker protocol with its own credential (as a
 compromised or buggy node would) reports checkpoints of its attempt:

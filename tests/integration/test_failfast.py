@@ -1,4 +1,4 @@
-"""Deterministic failures fail a job at once (issue 13): a real server,
+"""Deterministic failures fail a job at once: a real server,
 PostgreSQL and worker; every job has max_restarts=3.
 
 - a command that does not exist, a python script that does not exist

@@ -1,4 +1,4 @@
-"""PATCH /api/v1/jobs/{id} {"priority"} (issue 12, the queue page): a real
+"""PATCH /api/v1/jobs/{id} {"priority"} (the dashboard's queue page): a real
 server, PostgreSQL and a one-GPU worker, so one job runs and the next waits.
 
 - an admin changes a QUEUED job's priority: the answer, GET /jobs/{id} (the

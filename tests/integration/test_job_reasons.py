@@ -1,4 +1,4 @@
-"""Job event and failure reasons as a code with parameters (issue 12): a
+"""Job event and failure reasons as a code with parameters: a
 real server, PostgreSQL and worker. Each job's events, GET /jobs/{id} and
 the job list carry reason_code and reason_params next to the English
 reason, and every code seen is one docs/job-reasons.md documents.

@@ -1,9 +1,10 @@
-"""Cancels racing the scheduler's placements of the same jobs (issue 13).
+"""Cancels racing the scheduler's placements of the same jobs.
 
 The scheduler writes a whole pass in one transaction: every placed job's row
-and the audit head. A cancel locks one job row and the audit head. Taken in
-different orders the two deadlock, and PostgreSQL's answer (40P01) reached
-the user as a 503.
+and the audit head. A cancel locks one job row and the audit head. Both take
+job rows before the audit head (lock order, server/store/db.h): taken in
+different orders the two would deadlock, and PostgreSQL's answer (40P01)
+would reach the user as a 503.
 
 The race: two nodes registered through the agent API take a batch of queued
 jobs in one pass while threads cancel the same jobs, and an agent loop takes

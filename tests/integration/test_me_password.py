@@ -1,4 +1,4 @@
-"""POST /api/v1/me/password (issue 12, My account): a real server and
+"""POST /api/v1/me/password (the dashboard's My account): a real server and
 PostgreSQL.
 
 - a member signed in twice changes their own password from one session:

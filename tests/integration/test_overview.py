@@ -1,4 +1,4 @@
-"""GET /api/v1/overview (issue 12, the dashboard's overview in one call),
+"""GET /api/v1/overview (the dashboard's overview in one call),
 with nodes driven through the agent API so that their GPU samples are
 chosen by the test: per-GPU state (free, busy with its job, team and
 utilization, draining, down), the queue by team, allocated GPUs idle below

@@ -1,4 +1,4 @@
-"""The queue forecast end to end (issue 10, docs/queue.md), on a real worker
+"""The queue forecast end to end (docs/queue.md), on a real worker
 with 4 fake GPUs and real PostgreSQL:
 
 - the predictor learns from jobs that succeeded (three short runs of one

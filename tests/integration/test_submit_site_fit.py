@@ -1,4 +1,4 @@
-"""A job that can never run on its site is refused at submit (issue 10).
+"""A job that can never run on its site is refused at submit.
 
 More GPUs than the site's nodes have, or a gpus_per_node that too few of
 its nodes hold, answers 409 site_too_small naming what the site has (in

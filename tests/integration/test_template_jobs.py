@@ -1,4 +1,4 @@
-"""Jobs submitted by template (issue 9: server/jobs/tpl_expand.c, POST /api/v1/jobs):
+"""Jobs submitted by template (server/jobs/tpl_expand.c, POST /api/v1/jobs):
 
 - the repository's nine templates are listed, the quick CPU demo first, each
   with its model, strategy and parameter schema

@@ -1,4 +1,4 @@
-"""Every repository template run through the platform on the CPU (issue 9).
+"""Every repository template run through the platform on the CPU.
 
 A real server (templates/ and examples/ of this tree), one worker with fake
 GPUs (so every rank is a gloo rank on the CPU) and jobs submitted by

@@ -5,8 +5,8 @@
   JSON 404
 - every template's job is accepted by POST /api/v1/jobs as offered (plus a
   team), and the DDP demo runs to SUCCEEDED on a worker whose job working
-  directory is not the repository, with loss points (issue 13: a relative
-  script path failed there with "can't open file")
+  directory is not the repository, with loss points (the script path is
+  absolute because a relative one fails there with "can't open file")
 - a bad template file stops the server, which logs the file and the field
 - without templates_dir there are no templates
 """

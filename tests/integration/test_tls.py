@@ -1,4 +1,4 @@
-"""HTTPS end to end (issue 11): a CA, and a server certificate for
+"""HTTPS end to end: a CA, and a server certificate for
 localhost/127.0.0.1 that it signs, made here with the openssl command.
 
 - the server serves HTTPS with --tls-cert/--tls-key: a client that trusts

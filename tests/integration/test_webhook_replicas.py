@@ -1,10 +1,11 @@
 """Webhook deliveries across two server replicas on one database arrive
-exactly once (issue 13, defect 3), also when the receiver is slow; and a
-sender whose claim was taken over cannot overwrite the newer result.
+exactly once, also when the receiver is slow; and a sender whose claim was
+taken over cannot overwrite the newer result.
 
 A claim leases a delivery for a while; a replica that claimed more than it
-could send inside the lease let the other replica claim and send the tail
-again. Here the receiver takes 0.6 s per request and the request timeout is
+can send inside the lease would let the other replica claim and send the
+tail again, which is why server/loops/webhooks.c claims one delivery at a
+time. Here the receiver takes 0.6 s per request and the request timeout is
 2.5 s (so the lease is 6 s): sixteen deliveries in one claim would take 9.6 s.
 Twenty deliveries are due at once, so one replica runs out of work while the
 other still has a tail to send: any claim that outlives its lease shows up as

@@ -1,5 +1,5 @@
-"""The Docker images are built only by the scripts make test already runs
-(issue 11): CI has no Docker, so this test checks the Dockerfiles instead.
+"""The Docker images are built only by the scripts make test already runs:
+CI has no Docker, so this test checks the Dockerfiles instead.
 
 - every RUN of docker/Dockerfile.server and docker/Dockerfile.worker calls
   only this tree's scripts (scripts/*.sh, packaging/*.sh, or

@@ -1,4 +1,4 @@
-"""The Debian packages (issue 11), built by packaging/build-debs.sh and
+"""The Debian packages, built by packaging/build-debs.sh and
 installed with dpkg -i on this machine, then purged.
 
 - make a release build of this tree (its own build directory) and the four

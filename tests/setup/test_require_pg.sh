@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Defect 8: a skipped integration test counts as passed in ctest. With
+# A skipped integration test counts as passed in ctest, so a run whose
+# database never came up would still look green. With
 # TRAINYARD_TEST_REQUIRE_PG=1 (scripts/test.sh sets it; test_steps.sh checks
 # that it does) an integration driver without TRAINYARD_TEST_PG_URL must fail
 # and say why; without the flag it still skips (a driver run by hand).

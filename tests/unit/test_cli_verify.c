@@ -893,7 +893,7 @@ static void test_format_errors(void **state)
     for (int k = 0; k < 2; k++) {
         struct buf c = b;
         struct export_record rec;
-        if (k == 1) { /* CSV: the quotes no longer hide the LFs */
+        if (k == 1) { /* CSV: the skipped line's quotes do not hide the LFs after it */
             c.data = malloc(b.len + 100);
             assert_non_null(c.data);
             c.len = (size_t)snprintf(c.data, 100, "%s\n", EXPORT_CSV_HEADER);

@@ -602,7 +602,7 @@ static void test_determinism(void **state)
     }
 }
 
-/* strategy (issue 8's names) and params (a template job's record). */
+/* strategy (the advisor's names, docs/advisor.md) and params (a template job's record). */
 static void test_strategy_and_params(void **state)
 {
     static const char *const names[] = {"auto", "ddp", "zero1", "zero2", "zero3", "fsdp"};
@@ -660,7 +660,7 @@ static void test_strategy_and_params(void **state)
     }
 }
 
-/* model, global_batch, optimizer (issue 8): what the advisor plans from,
+/* model, global_batch, optimizer: what the advisor plans from,
  * the model checked by the advisor's own parser and planner. */
 static void test_model_and_batch(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * test_predictor.c - the runtime predictor (issue 10): quantiles, the key
+ * test_predictor.c - the runtime predictor (predictor/predictor.h): quantiles, the key
  * fallbacks (exact, template, user, team, time limit, none), the bounded
  * history per key, bad options, and that an online replay which observes
  * jobs only when they finish never reads a job's own (future) duration: a

@@ -1,5 +1,5 @@
 /*
- * test_sched_forecast.c - the queue forecast (issue 10): every reason code on
+ * test_sched_forecast.c - the queue forecast (sched_forecast.h): every reason code on
  * a small hand-made snapshot, starts from the forward simulation (the job
  * next behind a reservation starts when the reserved job ends), predictions
  * before time limits, the bounds, bad snapshots, and that the forecast never

@@ -11,8 +11,8 @@
  * Route matching and the body helpers of api_util.h must not allocate at
  * all.
  *
- * Issue 13: a failed allocation in waiters_add() left the connection
- * suspended for ever; it must be resumed at once, to answer an error.
+ * A failed allocation in waiters_add() must resume the connection at once,
+ * to answer an error: nothing else would, and it would stay suspended for ever.
  *
  * How: this binary is linked with -Wl,--wrap for malloc, calloc, realloc,
  * strdup and strndup (server/CMakeLists.txt), so every allocation made by the

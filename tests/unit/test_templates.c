@@ -195,7 +195,7 @@ static void repo_templates_load_and_offer_runnable_jobs(void **state)
     job = json_object_get(t, "job");
     cmd = json_object_get(job, "command");
     /* An absolute path that exists: the job's working directory is not the
-     * repository, so a relative one would not be found (issue 13). */
+     * repository, so a relative one would not be found. */
     snprintf(script, sizeof(script), "%s/ddp_mlp.py", examples);
     assert_string_equal(str_at(cmd, 1), script);
     assert_int_equal(stat(str_at(cmd, 1), &st), 0);

@@ -111,7 +111,7 @@ static void test_native(void **state)
     assert_null(env_get(env, "http_proxy"));
     assert_null(env_get(env, "HTTPS_PROXY"));
     assert_null(env_get(env, "TRAINYARD_DS_CONFIG"));
-    /* No datasets and no output_dir (a server before issue 9): an empty list. */
+    /* No datasets and no output_dir (as an older server sends): an empty list. */
     assert_string_equal(env_get(env, "TRAINYARD_DATASETS"), "[]");
     assert_null(env_get(env, "TRAINYARD_DATA"));
     assert_null(env_get(env, "TRAINYARD_OUTPUT_DIR"));
@@ -297,7 +297,7 @@ static void test_invalid(void **state)
     }
 }
 
-/* The advisor's plan_env (issue 8): TRAINYARD_* names for every rank, the
+/* The advisor's plan_env (server/jobs/jobplan.h): TRAINYARD_* names for every rank, the
  * protocol's own variables still win; a DeepSpeed plan's config under the
  * native launcher gets TRAINYARD_DS_CONFIG. */
 static void test_plan_env(void **state)

@@ -1,5 +1,5 @@
 // test_admin_pages.mjs - the queue, nodes, admin, account and audit pages
-// (issue 12) walked in real Chromium after a fresh `make run` style start:
+// walked in real Chromium after a fresh `make run` style start:
 // as the admin, in zh-CN and en, at 1280x800 and at 390x844, every page
 // shows its heading and data, asks for no catalog key the page's language
 // lacks (window.__ty.missing), has nothing wider than the screen outside a

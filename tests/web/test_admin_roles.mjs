@@ -1,5 +1,5 @@
 // test_admin_roles.mjs - who may do what on the admin pages, in real
-// Chromium after a fresh `make run` style start (issue 12):
+// Chromium after a fresh `make run` style start:
 //  - a member sees no admin or audit entry, is sent away from #/admin and
 //    #/audit, and finds no admin action (drain, approve, a queue priority
 //    select) on the pages they may open; they change their own password

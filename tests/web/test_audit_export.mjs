@@ -1,5 +1,5 @@
 // test_audit_export.mjs - the audit page as an auditor, in real Chromium
-// after a fresh `make run` style start (issue 12): the auditor pages the
+// after a fresh `make run` style start: the auditor pages the
 // trail by keyset (older, newer, newest), filters it by action and by actor,
 // finds a policy violation highlighted with the word for it, sees the chain
 // intact, downloads the export in JSON Lines and in CSV and the public key

@@ -1,4 +1,4 @@
-// test_first_run.mjs - the first job of a new user, in real Chromium (issue 13).
+// test_first_run.mjs - the first job of a new user, in real Chromium.
 //
 // A fresh `make run` style start (scripts/run.sh with a temporary var dir, a
 // free port, its own PostgreSQL on a free port, and the sanitizer build of
