@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/advisor/memory_cpu.py - the advisor's predicted memory against what
-each template script measures, on the CPU (issue 8's second benchmark).
+each template script measures, on the CPU (no GPU needed).
 
 For each template script at --size tiny:
   1. the model in the advisor's terms: bench_gpt2's tiny GPT-2 by its shape

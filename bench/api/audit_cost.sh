@@ -13,9 +13,9 @@
 #   without  no audit write;
 #   old      audit_append before commit d739f4c: SELECT ... FOR UPDATE of
 #            audit_head, INSERT INTO audit_events, UPDATE audit_head;
-#   new      audit_append now: the same SELECT ... FOR UPDATE, then one
-#            WITH ev AS (INSERT ... RETURNING id, hash) UPDATE audit_head
-#            SET seq = ev.id, hash = ev.hash FROM ev.
+#   new      audit_append as db_audit.c has it: the same SELECT ... FOR
+#            UPDATE, then one WITH ev AS (INSERT ... RETURNING id, hash)
+#            UPDATE audit_head SET seq = ev.id, hash = ev.hash FROM ev.
 # The audit hash is a constant here: the server computes SHA-256
 # in C, outside PostgreSQL. The actor text has no colon (pgbench would read
 # ":admin" as a variable). DB_URL must hold the trainyard schema with at

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/api/metrics_cost.sh - what a Prometheus scrape every second costs the
-# API (bench/RESULTS.md, "## Metrics cost"). Issue 11's benchmark.
+# API (bench/RESULTS.md, "## Metrics scrape cost").
 #
 # Starts, all on 127.0.0.1 and stopped on exit: a private PostgreSQL (temp
 # dir, free port, scripts/pg.sh), a release trainyard-server with a metrics

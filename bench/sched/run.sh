@@ -3,7 +3,7 @@
 #  1. one pass: 10,000 queued jobs (Philly GPU-size mix), 1,000 nodes x 8 GPUs half busy
 #  2. full Philly replay (82,247 jobs) on 47 nodes x 8 GPUs (offered load ~1.0), 4 policies
 #  3. small cluster: 16 nodes x 4 GPUs, 160 jobs sampled the Pollux way, several seeds
-#  4. the runtime predictor on the full Philly replay (issue 10): trainyard,
+#  4. the runtime predictor on the full Philly replay (predictor/): trainyard,
 #     trainyard-spf and trainyard-qspf learning run times online, against
 #     sjf-oracle and fifo
 #  5. forecast accuracy on the Philly replay: the forecast start at submit

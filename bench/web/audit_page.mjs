@@ -1,11 +1,12 @@
-// audit_page.mjs - the audit page's page time with 1,000,000 events (issue
-// 12). A fresh `make run` style start (tests/web/admin_stack.mjs) on the
-// build in TRAINYARD_BUILD_DIR; EVENTS audit events are inserted with one
-// SQL statement (generate_series, not through the API: the chain's hashes
-// are not real, so the page's chain check says broken, which does not
-// matter here); then in Chromium, as the admin, each case opens a page of
-// 100 events and the page's own timer (data-ms on the table: from the
-// request to the rows drawn) is read, REPS times per case, median and max.
+// audit_page.mjs - the audit page's page time with 1,000,000 events
+// (bench/web/README.md). A fresh `make run` style start
+// (tests/web/admin_stack.mjs) on the build in TRAINYARD_BUILD_DIR; EVENTS
+// audit events are inserted with one SQL statement (generate_series, not
+// through the API: the chain's hashes are not real, so the page's chain
+// check says broken, which does not matter here); then in Chromium, as the
+// admin, each case opens a page of 100 events and the page's own timer
+// (data-ms on the table: from the request to the rows drawn) is read, REPS
+// times per case, median and max.
 // Prints a markdown table.
 //
 // Usage: node bench/web/audit_page.mjs   (env EVENTS=1000000 REPS=5)

@@ -1,5 +1,5 @@
 // bench_web.mjs - the dashboard's figures in real Chromium on loopback
-// (issue 12): the overview's first load, the job page's time to its first
+// (bench/web/README.md): the overview's first load, the job page's time to its first
 // chart point, the frame time of the loss chart with 100,000 points, and the
 // job list's update time with 1,000 jobs. Prints a table; with --append,
 // adds it to bench/RESULTS.md with the machine and the date.

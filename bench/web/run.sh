@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/web/run.sh - the dashboard's benchmarks in real Chromium (issue 12).
-# Today: the audit page's page time at EVENTS audit events (default
+# bench/web/run.sh - the dashboard's benchmarks in real Chromium.
+# It runs one: the audit page's page time at EVENTS audit events (default
 # 1,000,000), bench/web/audit_page.mjs. Builds a release tree (no
 # sanitizers) in build-web-bench first, prints the markdown table, and with
 # RECORD=1 appends it to bench/RESULTS.md.
