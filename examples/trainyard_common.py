@@ -5,7 +5,7 @@ A script holds its model and its data; this module does the rest:
 - the platform's env (docs/agent-protocol.md): RANK, WORLD_SIZE, LOCAL_RANK,
   LOCAL_WORLD_SIZE, MASTER_ADDR/PORT, CUDA_VISIBLE_DEVICES, TRAINYARD_JOB_ID,
   TRAINYARD_CHECKPOINT_DIR, TRAINYARD_RESUME_FROM;
-- the advisor's plan env (issue 8): TRAINYARD_STRATEGY (ddp | zero1 | zero2 |
+- the advisor's plan env (docs/advisor.md): TRAINYARD_STRATEGY (ddp | zero1 | zero2 |
   zero3 | zero2-offload | zero3-offload | zero3-offload-param | fsdp; default
   ddp), TRAINYARD_MICRO_BATCH, TRAINYARD_GRAD_ACCUM, TRAINYARD_PRECISION
   (fp32 | bf16 | fp16; default fp32), TRAINYARD_ACTIVATION_CHECKPOINTING
