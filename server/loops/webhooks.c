@@ -3,7 +3,6 @@
  */
 #include "webhooks.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "crypto.h"
 #include "db.h"
 #include "db_webhooks.h"
+#include "httpc.h"
 #include "jx.h"
 #include "log.h"
 #include "metrics.h"
@@ -23,7 +23,7 @@
 
 /*
  * The lease of a claimed delivery (issue 13): it must outlast building the
- * request, the request itself (at most timeout_ms: CURLOPT_TIMEOUT_MS bounds
+ * request, the request itself (at most timeout_ms: httpc's timeout_ms bounds
  * connect to answer) and getting a connection back to record the outcome, or
  * another replica claims the delivery again and the receiver gets it twice.
  * One request per claim keeps that bounded; twice the timeout plus a second
@@ -42,7 +42,7 @@ struct webhooks {
 struct outcome {
     int ok;                    /* the receiver answered 2xx */
     long status;               /* its HTTP status, 0 when none came */
-    char err[CURL_ERROR_SIZE]; /* why not, when !ok */
+    char err[HTTPC_ERROR_MAX]; /* why not, when !ok */
 };
 
 static const char *str_or(const char *s, const char *dflt)
@@ -125,19 +125,15 @@ static void robot_sign(const char *key, const char *msg, char *out, size_t out_s
     crypto_base64(mac, sizeof(mac), out, out_size);
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *ud)
+/* Percent-encode s for a URL query value ("" when out of memory). */
+static void url_escape(const char *s, char *out, size_t out_size)
 {
-    (void)p;
-    (void)ud;
-    return size * n;
-}
+    char *e = NULL;
 
-/* Percent-encode s for a URL query value. */
-static void url_escape(CURL *curl, const char *s, char *out, size_t out_size)
-{
-    char *e = curl_easy_escape(curl, s, 0);
+    if (httpc_escape(s, &e) != RC_OK)
+        e = NULL;
     snprintf(out, out_size, "%s", e ? e : "");
-    curl_free(e);
+    free(e);
 }
 
 /* Send d once and fill *o. No database connection is held meanwhile: a slow
@@ -149,21 +145,25 @@ static void send_delivery(const struct webhooks *w, const struct db_delivery *d,
         sign[64] = "";
     unsigned char mac[32];
     char *body = NULL, *signed_msg = NULL;
-    struct curl_slist *h = NULL;
-    CURL *curl = curl_easy_init();
-    CURLcode cc = CURLE_FAILED_INIT;
+    const char *hdr[6];
+    struct httpc *http = NULL;
+    struct httpc_req req = {0};
+    struct httpc_resp r = {0};
+    enum rc rc = RC_ENOMEM; /* until a request went out */
     size_t need;
 
     memset(o, 0, sizeof(*o));
     snprintf(ts, sizeof(ts), "%ld", now);
     snprintf(url, sizeof(url), "%s", d->url);
-    if (strcmp(d->format, "dingtalk") == 0 && curl != NULL) {
+    if (httpc_new(&http) != RC_OK)
+        http = NULL;
+    if (strcmp(d->format, "dingtalk") == 0 && http != NULL) {
         /* DingTalk: timestamp in ms, sign = base64(HMAC(secret, ts + "\n" + secret)). */
         char msg[256], esc[128];
         snprintf(ts, sizeof(ts), "%ld000", now);
         snprintf(msg, sizeof(msg), "%s\n%s", ts, d->secret);
         robot_sign(d->secret, msg, sign, sizeof(sign));
-        url_escape(curl, sign, esc, sizeof(esc));
+        url_escape(sign, esc, sizeof(esc));
         snprintf(url, sizeof(url), "%s%ctimestamp=%s&sign=%s", d->url,
                  strchr(d->url, '?') ? '&' : '?', ts, esc);
     } else if (strcmp(d->format, "feishu") == 0) {
@@ -173,7 +173,7 @@ static void send_delivery(const struct webhooks *w, const struct db_delivery *d,
         robot_sign(key, "", sign, sizeof(sign));
     }
     body = webhooks_render(d->format, d->payload, now, sign);
-    if (body == NULL || curl == NULL)
+    if (body == NULL || http == NULL)
         goto out;
     need = strlen(ts) + 1 + strlen(body) + 1;
     signed_msg = malloc(need);
@@ -186,30 +186,33 @@ static void send_delivery(const struct webhooks *w, const struct db_delivery *d,
     snprintf(ts_hdr, sizeof(ts_hdr), "X-Trainyard-Timestamp: %s", ts);
     snprintf(ev_hdr, sizeof(ev_hdr), "X-Trainyard-Event: %s", d->event);
     snprintf(id_hdr, sizeof(id_hdr), "X-Trainyard-Delivery: %lld", (long long)d->id);
-    h = curl_slist_append(h, "Content-Type: application/json; charset=utf-8");
-    h = curl_slist_append(h, sig_hdr);
-    h = curl_slist_append(h, ts_hdr);
-    h = curl_slist_append(h, ev_hdr);
-    h = curl_slist_append(h, id_hdr);
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)w->timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, o->err);
-    cc = curl_easy_perform(curl);
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &o->status);
+    hdr[0] = "Content-Type: application/json; charset=utf-8";
+    hdr[1] = sig_hdr;
+    hdr[2] = ts_hdr;
+    hdr[3] = ev_hdr;
+    hdr[4] = id_hdr;
+    hdr[5] = NULL;
+    /* No connect timeout of its own (timeout_ms bounds it), no redirects,
+     * the receiver's answer body is read and dropped: only its status counts. */
+    req.method = "POST";
+    req.url = url;
+    req.headers = hdr;
+    req.body = body;
+    req.body_len = strlen(body);
+    req.timeout_ms = w->timeout_ms;
+    req.discard_body = 1;
+    rc = httpc_perform(http, &req, &r);
+    o->status = r.status;
 out:
-    o->ok = cc == CURLE_OK && o->status >= 200 && o->status < 300;
-    if (!o->ok && o->err[0] == '\0')
-        snprintf(o->err, sizeof(o->err), "%s",
-                 cc == CURLE_OK ? "receiver answered non-2xx" : curl_easy_strerror(cc));
-    curl_slist_free_all(h);
-    if (curl != NULL)
-        curl_easy_cleanup(curl);
+    o->ok = rc == RC_OK && o->status >= 200 && o->status < 300;
+    if (!o->ok && rc == RC_OK)
+        snprintf(o->err, sizeof(o->err), "receiver answered non-2xx");
+    else if (!o->ok && r.error[0] != '\0')
+        snprintf(o->err, sizeof(o->err), "%s", r.error);
+    else if (!o->ok) /* no request went out (no client, no body): the text it always had */
+        snprintf(o->err, sizeof(o->err), "Failed initialization");
+    httpc_resp_cleanup(&r);
+    httpc_free(http);
     free(signed_msg);
     free(body);
 }
