@@ -13,73 +13,15 @@
 #include "advisor_json.h"
 
 #include "advisor_int.h"
+#include "json_check.h"
 
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- parsing helpers ------------------------------------------------------ */
-
-static void describe(const json_t *v, char *buf, size_t size)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        snprintf(buf, size, "got an object");
-        break;
-    case JSON_ARRAY:
-        snprintf(buf, size, "got an array");
-        break;
-    case JSON_STRING: {
-        char q[68];
-        size_t o = 0, len = json_string_length(v);
-        const char *s = json_string_value(v);
-        for (size_t i = 0; i < len && o < 64; i++) {
-            unsigned char c = (unsigned char)s[i];
-            q[o++] = (c >= 0x20 && c < 0x7f && c != '"') ? (char)c : '?';
-        }
-        q[o] = '\0';
-        snprintf(buf, size, "got \"%s%s\"", q, len > 64 ? "..." : "");
-        break;
-    }
-    case JSON_INTEGER:
-        snprintf(buf, size, "got %" JSON_INTEGER_FORMAT, json_integer_value(v));
-        break;
-    case JSON_REAL:
-        snprintf(buf, size, "got %g", json_real_value(v));
-        break;
-    case JSON_TRUE:
-        snprintf(buf, size, "got true");
-        break;
-    case JSON_FALSE:
-        snprintf(buf, size, "got false");
-        break;
-    default:
-        snprintf(buf, size, "got null");
-        break;
-    }
-}
-
-static enum rc bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
-    TY_PRINTF(4, 5);
-
-static enum rc bad(struct err *e, const char *field, const json_t *v, const char *fmt, ...)
-{
-    char msg[256], det[128];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    err_set(e, RC_EINVAL, field, "%s", msg);
-    if (v != NULL) {
-        describe(v, det, sizeof(det));
-        err_detail(e, "%s", det);
-    }
-    return RC_EINVAL;
-}
 
 /* The part of a dotted path after the last dot, for messages. */
 static const char *leaf(const char *field)
@@ -97,39 +39,15 @@ static void join(char *buf, size_t size, const char *prefix, const char *key)
 static enum rc check_unknown(const json_t *obj, const char *prefix, const char *const *known,
                              size_t n, struct err *e)
 {
-    json_t *o = (json_t *)obj; /* jansson's iteration API is not const-correct */
-    const char *key, *worst = NULL;
-    size_t klen, worst_len = 0;
-    json_t *v;
+    size_t len;
+    const char *worst = jcheck_unknown_key(obj, known, n, &len);
     char field[128], k[72];
 
-    json_object_keylen_foreach(o, key, klen, v)
-    {
-        bool found = false;
-
-        for (size_t i = 0; i < n && !found; i++)
-            found = klen == strlen(known[i]) && memcmp(key, known[i], klen) == 0;
-        if (!found) {
-            size_t m = klen < worst_len ? klen : worst_len;
-            int c = worst ? memcmp(key, worst, m) : -1;
-            if (worst == NULL || c < 0 || (c == 0 && klen < worst_len)) {
-                worst = key;
-                worst_len = klen;
-            }
-        }
-    }
     if (worst == NULL)
         return RC_OK;
-    {
-        size_t o2 = 0;
-        for (size_t i = 0; i < worst_len && o2 < 64; i++) {
-            unsigned char c = (unsigned char)worst[i];
-            k[o2++] = (c >= 0x20 && c < 0x7f && c != '"') ? (char)c : '?';
-        }
-        k[o2] = '\0';
-    }
+    jcheck_printable(worst, len, 0, k, sizeof(k));
     join(field, sizeof(field), prefix, k);
-    return bad(e, field, NULL, "unknown field \"%s\"", k);
+    return jcheck_bad_cut(e, field, NULL, "unknown field \"%s\"", k);
 }
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
@@ -137,7 +55,7 @@ static enum rc check_unknown(const json_t *obj, const char *prefix, const char *
 static enum rc need_object(const json_t *v, const char *field, struct err *e)
 {
     if (!json_is_object(v))
-        return bad(e, field, v, "%s must be an object", leaf(field));
+        return jcheck_bad_cut(e, field, v, "%s must be an object", leaf(field));
     return RC_OK;
 }
 
@@ -151,11 +69,11 @@ static enum rc get_i64(const json_t *obj, const char *key, const char *prefix, b
     join(field, sizeof(field), prefix, key);
     if (v == NULL) {
         if (required)
-            return bad(e, field, NULL, "%s is required", key);
+            return jcheck_bad_cut(e, field, NULL, "%s is required", key);
         return RC_OK;
     }
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return bad(e, field, v, "%s must be an integer from %lld to %lld", key, lo, hi);
+        return jcheck_bad_cut(e, field, v, "%s must be an integer from %lld to %lld", key, lo, hi);
     *out = json_integer_value(v);
     return RC_OK;
 }
@@ -182,14 +100,14 @@ static enum rc get_num(const json_t *obj, const char *key, const char *prefix, b
     join(field, sizeof(field), prefix, key);
     if (v == NULL) {
         if (required)
-            return bad(e, field, NULL, "%s is required", key);
+            return jcheck_bad_cut(e, field, NULL, "%s is required", key);
         return RC_OK;
     }
     if (!json_is_number(v))
-        return bad(e, field, v, "%s must be a number from %g to %g", key, lo, hi);
+        return jcheck_bad_cut(e, field, v, "%s must be a number from %g to %g", key, lo, hi);
     x = json_number_value(v);
     if (!isfinite(x) || x < lo || x > hi)
-        return bad(e, field, v, "%s must be a number from %g to %g", key, lo, hi);
+        return jcheck_bad_cut(e, field, v, "%s must be a number from %g to %g", key, lo, hi);
     *out = x;
     return RC_OK;
 }
@@ -204,7 +122,7 @@ static enum rc get_bool(const json_t *obj, const char *key, const char *prefix, 
         return RC_OK;
     join(field, sizeof(field), prefix, key);
     if (!json_is_boolean(v))
-        return bad(e, field, v, "%s must be true or false", key);
+        return jcheck_bad_cut(e, field, v, "%s must be true or false", key);
     *out = json_is_true(v);
     return RC_OK;
 }
@@ -214,13 +132,12 @@ static enum rc get_enum(const json_t *obj, const char *key, const char *prefix, 
                         const char *const *names, size_t n, int *out, struct err *e)
 {
     const json_t *v = json_object_get(obj, key);
-    char field[128], list[192] = "";
-    size_t used = 0;
+    char field[128], list[192];
 
     join(field, sizeof(field), prefix, key);
     if (v == NULL) {
         if (required)
-            return bad(e, field, NULL, "%s is required", key);
+            return jcheck_bad_cut(e, field, NULL, "%s is required", key);
         return RC_OK;
     }
     if (json_is_string(v)) {
@@ -232,13 +149,8 @@ static enum rc get_enum(const json_t *obj, const char *key, const char *prefix, 
             }
         }
     }
-    for (size_t i = 0; i < n && used + 1 < sizeof(list); i++) {
-        int w = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", names[i]);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-    return bad(e, field, v, "%s must be one of %s", key, list);
+    jcheck_list(list, sizeof(list), names, n);
+    return jcheck_bad_cut(e, field, v, "%s must be one of %s", key, list);
 }
 
 /* A string of 0..max bytes without NUL or control characters, copied into buf. */
@@ -254,14 +166,14 @@ static enum rc get_label(const json_t *obj, const char *key, const char *prefix,
         return RC_OK;
     join(field, sizeof(field), prefix, key);
     if (!json_is_string(v))
-        return bad(e, field, v, "%s must be a string", key);
+        return jcheck_bad_cut(e, field, v, "%s must be a string", key);
     s = json_string_value(v);
     len = json_string_length(v);
     if (len >= size)
-        return bad(e, field, NULL, "%s must be at most %zu bytes", key, size - 1);
+        return jcheck_bad_cut(e, field, NULL, "%s must be at most %zu bytes", key, size - 1);
     for (size_t i = 0; i < len; i++) {
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return bad(e, field, v, "%s must not contain control characters", key);
+            return jcheck_bad_cut(e, field, v, "%s must not contain control characters", key);
     }
     memcpy(buf, s, len);
     buf[len] = '\0';
@@ -376,7 +288,7 @@ static enum rc parse_model(const json_t *v, struct adv_model *m, struct err *e)
     enum rc rc;
 
     if (v == NULL)
-        return bad(e, "model", NULL, "model is required");
+        return jcheck_bad_cut(e, "model", NULL, "model is required");
     if ((rc = need_object(v, "model", e)) != RC_OK ||
         (rc = check_unknown(v, "model", keys, NKEYS(keys), e)))
         return rc;
@@ -385,34 +297,31 @@ static enum rc parse_model(const json_t *v, struct adv_model *m, struct err *e)
     ms = json_object_get(v, "measured");
     forms = (name != NULL) + (tf != NULL) + (ms != NULL);
     if (forms != 1)
-        return bad(e, "model", NULL, "model needs exactly one of name, transformer or measured");
+        return jcheck_bad_cut(e, "model", NULL,
+                              "model needs exactly one of name, transformer or measured");
     if ((rc = get_enum(v, "attention", "model", false, attn_names, 2, &attn, e)))
         return rc;
     m->attn = (enum adv_attn)attn;
     if (name != NULL) {
         if (json_object_get(v, "label") != NULL)
-            return bad(e, "model.label", NULL, "label is only for transformer or measured models");
+            return jcheck_bad_cut(e, "model.label", NULL,
+                                  "label is only for transformer or measured models");
         if (!json_is_string(name) || adv_known_find(json_string_value(name)) == NULL ||
             json_string_length(name) >= sizeof(m->name)) {
             char list[400] = "";
-            size_t n, used = 0;
+            size_t n;
             const struct adv_known *k = adv_known_table(&n);
-            for (size_t i = 0; i < n && used + 1 < sizeof(list); i++) {
-                int w =
-                    snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", k[i].name);
-                if (w < 0)
-                    break;
-                used += (size_t)w;
-            }
-            return bad(e, "model.name", name, "name must be one of %s", list);
+            for (size_t i = 0; i < n; i++)
+                jcheck_list_add(list, sizeof(list), i, k[i].name);
+            return jcheck_bad_cut(e, "model.name", name, "name must be one of %s", list);
         }
         m->kind = ADV_MODEL_KNOWN;
         snprintf(m->name, sizeof(m->name), "%s", json_string_value(name));
         return get_int(v, "seq_len", "model", false, 1, 1048576, &m->seq_len, e);
     }
     if (json_object_get(v, "seq_len") != NULL)
-        return bad(e, "model.seq_len", NULL,
-                   "seq_len goes inside model.transformer (or with a known name)");
+        return jcheck_bad_cut(e, "model.seq_len", NULL,
+                              "seq_len goes inside model.transformer (or with a known name)");
     if ((rc = get_label(v, "label", "model", m->name, sizeof(m->name), e)))
         return rc;
     if (tf != NULL) {
@@ -420,7 +329,7 @@ static enum rc parse_model(const json_t *v, struct adv_model *m, struct err *e)
         return parse_transformer(tf, &m->tf, e);
     }
     if (json_object_get(v, "attention") != NULL)
-        return bad(e, "model.attention", NULL, "attention is only for transformers");
+        return jcheck_bad_cut(e, "model.attention", NULL, "attention is only for transformers");
     m->kind = ADV_MODEL_MEASURED;
     return parse_measured(ms, &m->ms, e);
 }
@@ -450,18 +359,19 @@ static enum rc parse_cc(const json_t *a, int *cc10, struct err *e)
     int mj, mn;
 
     if (v == NULL)
-        return bad(e, f, NULL, "compute_capability is required (0 for CPU)");
+        return jcheck_bad_cut(e, f, NULL, "compute_capability is required (0 for CPU)");
     if (json_is_number(v)) {
         double x = json_number_value(v);
         if (!isfinite(x) || (x != 0 && (x < 3 || x > 20)))
-            return bad(e, f, v, "compute_capability must be 0 (CPU) or 3.0 to 20.0");
+            return jcheck_bad_cut(e, f, v, "compute_capability must be 0 (CPU) or 3.0 to 20.0");
         *cc10 = (int)lround(x * 10);
         return RC_OK;
     }
     if (!json_is_string(v) ||
         !parse_version(json_string_value(v), json_string_length(v), &mj, &mn) || mn > 9 ||
         json_string_length(v) > 5 || (mj * 10 + mn != 0 && (mj < 3 || mj > 20)))
-        return bad(e, f, v, "compute_capability must be \"M.m\" from 3.0 to 20.0, or 0 for CPU");
+        return jcheck_bad_cut(e, f, v,
+                              "compute_capability must be \"M.m\" from 3.0 to 20.0, or 0 for CPU");
     *cc10 = mj * 10 + mn;
     return RC_OK;
 }
@@ -485,7 +395,7 @@ static enum rc parse_alloc(const json_t *v, struct adv_alloc *a, struct err *e)
     enum rc rc;
 
     if (v == NULL)
-        return bad(e, p, NULL, "allocation is required");
+        return jcheck_bad_cut(e, p, NULL, "allocation is required");
     if ((rc = need_object(v, p, e)) || (rc = check_unknown(v, p, keys, NKEYS(keys), e)))
         return rc;
     if ((rc = get_int(v, "gpus", p, true, 1, ADV_MAX_GPUS, &a->gpus, e)) ||
@@ -528,8 +438,9 @@ static enum rc parse_caps(const json_t *v, struct adv_caps *c, struct err *e)
     if (tv != NULL && (!json_is_string(tv) || json_string_length(tv) > 32 ||
                        !parse_version(json_string_value(tv), json_string_length(tv),
                                       &c->torch_major, &c->torch_minor)))
-        return bad(e, "capabilities.torch_version", tv,
-                   "torch_version must be a version such as \"1.13.1\" (at most 32 bytes)");
+        return jcheck_bad_cut(
+            e, "capabilities.torch_version", tv,
+            "torch_version must be a version such as \"1.13.1\" (at most 32 bytes)");
     if ((rc = get_bool(v, "fsdp", p, &c->fsdp, e)) ||
         (rc = get_bool(v, "deepspeed", p, &c->deepspeed, e)))
         return rc;
@@ -554,7 +465,7 @@ enum rc adv_json_parse_request(const json_t *j, struct adv_request *req, struct 
 
     adv_request_init(req);
     if (!json_is_object(j))
-        return bad(e, "", j, "the request must be a JSON object");
+        return jcheck_bad_cut(e, "", j, "the request must be a JSON object");
     if ((rc = check_unknown(j, "", keys, NKEYS(keys), e)) ||
         (rc = parse_model(json_object_get(j, "model"), &req->model, e)) ||
         (rc = get_int(j, "global_batch", "", true, 1, ADV_MAX_GLOBAL_BATCH, &req->global_batch,
