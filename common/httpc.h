@@ -1,9 +1,9 @@
 /*
  * httpc.h - the one libcurl client of trainyard: a request goes out, its
  * answer (status, bounded body) comes back. The worker (worker/http.c), the
- * command line (cli/client.c) and the server's webhook sender build their
- * protocols on it; like curl's lib/ under src/, it knows nothing of JSON,
- * tokens or routes.
+ * command line (cli/client.c) and the server's webhook sender
+ * (server/loops/webhooks.c) build their protocols on it; like curl's lib/
+ * under src/, it knows nothing of JSON, tokens or routes.
  *
  * What every request gets, whatever the caller asks:
  *  - http:// and https:// only, for a redirect too;
