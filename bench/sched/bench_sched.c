@@ -3,7 +3,7 @@
  * Philly GPU-size mix on 1,000 nodes x 8 GPUs that are half busy (also with
  * the Philly size mix), 11 teams with quotas, switch and rack labels and
  * NVLink quads. Prints median and p99 over the repetitions, per policy.
- * Then the queue forecast (sched_forecast, issue 10) over the same snapshot,
+ * Then the queue forecast (sched_forecast.h) over the same snapshot,
  * with every queued job's prediction at half its limit: the event simulation
  * (the default) and the exact one (a sched_plan() per simulated end) side by
  * side, with how far their starts lie apart.

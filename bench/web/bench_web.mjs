@@ -168,7 +168,7 @@ try {
   const table = ['| what | median | worst | target |', '|---|---:|---:|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
   console.log(table);
   if (args.includes('--append')) {
-    const text = `\n## Dashboard in Chromium (issue 12, bench/web)\n\nMachine: ${machine()}; date ${new Date().toISOString().slice(0, 10)}; server ${build} on loopback, headless Chromium, ${RUNS} runs each; other people's builds were running on the same cores.\n\`node bench/web/bench_web.mjs --append\`\n\n${table}\n`;
+    const text = `\n## Dashboard in Chromium (bench/web/bench_web.mjs)\n\nMachine: ${machine()}; date ${new Date().toISOString().slice(0, 10)}; server ${build} on loopback, headless Chromium, ${RUNS} runs each; other people's builds were running on the same cores.\n\`node bench/web/bench_web.mjs --append\`\n\n${table}\n`;
     fs.appendFileSync(path.join(SRC, 'bench/RESULTS.md'), text);
   }
 } finally {

@@ -20,5 +20,5 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 TRAINYARD_BUILD_DIR=$build node "$here/audit_page.mjs" | tee "$out"
 if [ "${RECORD:-0}" = 1 ]; then
-  { echo; echo "## Dashboard: audit page time (issue 12, bench/web/run.sh)"; echo; cat "$out"; } >>"$root/bench/RESULTS.md"
+  { echo; echo "## Dashboard: audit page time (bench/web/run.sh)"; echo; cat "$out"; } >>"$root/bench/RESULTS.md"
 fi
