@@ -127,8 +127,7 @@ static enum rc want_int(const json_t *v, const char *field, json_int_t min, json
 static enum rc want_enum(const json_t *v, const char *field, const char *const *names, size_t n,
                          const char *def, const char **out, struct err *e)
 {
-    char list[200] = "";
-    size_t used = 0;
+    char list[200];
 
     if (v == NULL && def != NULL) {
         *out = def;
@@ -143,12 +142,7 @@ static enum rc want_enum(const json_t *v, const char *field, const char *const *
             return RC_OK;
         }
     }
-    for (size_t i = 0; i < n && used < sizeof(list); i++) {
-        int w = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", names[i]);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
+    jcheck_list(list, sizeof(list), names, n);
     return jcheck_bad(e, field, v, "%s must be one of %s", field, list);
 }
 
@@ -156,24 +150,15 @@ static enum rc want_enum(const json_t *v, const char *field, const char *const *
 static enum rc check_unknown(const json_t *obj, const char *prefix, const char *const *known,
                              size_t nknown, struct err *e)
 {
-    json_t *o = (json_t *)obj; /* jansson's iteration API is not const-correct */
-    const char *key, *worst = NULL;
-    json_t *v;
+    size_t len;
+    const char *worst = jcheck_unknown_key(obj, known, nknown, &len);
     char field[96];
 
-    json_object_foreach(o, key, v)
-    {
-        int found = 0;
-        for (size_t i = 0; i < nknown && !found; i++)
-            found = strcmp(key, known[i]) == 0;
-        if (!found && (worst == NULL || strcmp(key, worst) < 0))
-            worst = key;
-    }
     if (worst == NULL)
         return RC_OK;
-    /* The name is shown only when it is short and plain: it comes from a file. */
-    if (strlen(worst) > 48 || jcheck_has_ctrl(worst, strlen(worst)) ||
-        strpbrk(worst, "\"\\") != NULL)
+    /* The name is shown only when it is short and plain: it comes from a file.
+     * A parsed key has no NUL (jansson refuses one), so len is its strlen. */
+    if (len > 48 || jcheck_has_ctrl(worst, len) || strpbrk(worst, "\"\\") != NULL)
         worst = "?";
     snprintf(field, sizeof(field), "%s%s%s", prefix, prefix[0] ? "." : "", worst);
     return jcheck_bad(e, field, NULL, "unknown field \"%s\"", worst);
@@ -374,17 +359,13 @@ static enum rc check_transformer(const json_t *v, struct err *e)
 static enum rc check_known_model(const json_t *v, struct err *e)
 {
     char list[320] = "";
-    size_t used = 0, n;
+    size_t n;
     const struct adv_known *t = adv_known_table(&n);
 
     if (json_is_string(v) && adv_known_find(json_string_value(v)) != NULL)
         return RC_OK;
-    for (size_t i = 0; i < n && used < sizeof(list); i++) {
-        int w = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", t[i].name);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
+    for (size_t i = 0; i < n; i++)
+        jcheck_list_add(list, sizeof(list), i, t[i].name);
     return jcheck_bad(e, "model.name", v, "model.name must be one of %s", list);
 }
 

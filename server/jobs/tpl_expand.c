@@ -98,7 +98,7 @@ enum rc tpl_param_check(const json_t *schema, const json_t *value, const char *f
     const json_t *min = json_object_get(schema, "min"), *max = json_object_get(schema, "max");
     const json_t *values = json_object_get(schema, "values"), *x;
     char range[80], list[256] = "";
-    size_t i, used = 0;
+    size_t i;
 
     if (type == NULL)
         return err_set(e, RC_EINVAL, field, "%s has no type in the template", field);
@@ -127,11 +127,7 @@ enum rc tpl_param_check(const json_t *schema, const json_t *value, const char *f
         }
         json_array_foreach(values, i, x)
         {
-            int w = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
-                             json_string_value(x));
-            if (w < 0 || (size_t)w >= sizeof(list) - used)
-                break;
-            used += (size_t)w;
+            jcheck_list_add(list, sizeof(list), i, json_string_value(x));
         }
         return jcheck_bad(e, field, value, "%s must be one of %s", field, list);
     }
@@ -195,16 +191,6 @@ static enum rc append_args(json_t *cmd, const json_t *schema, const json_t *v, s
     return RC_OK;
 }
 
-/* Byte-order compare of two (pointer, length) keys. */
-static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-
-    if (c != 0)
-        return c;
-    return alen < blen ? -1 : alen > blen;
-}
-
 /* Refuse the smallest key (byte order) of given that the schema lacks. */
 static enum rc check_unknown(const json_t *given, const json_t *schema, struct err *e)
 {
@@ -218,7 +204,7 @@ static enum rc check_unknown(const json_t *given, const json_t *schema, struct e
     {
         if (strlen(key) == klen && json_object_get(schema, key) != NULL)
             continue;
-        if (worst == NULL || key_cmp(key, klen, worst, worst_len) < 0) {
+        if (worst == NULL || jcheck_key_cmp(key, klen, worst, worst_len) < 0) {
             worst = key;
             worst_len = klen;
         }
