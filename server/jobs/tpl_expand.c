@@ -3,8 +3,9 @@
  * tpl_expand.h).
  *
  * Structure: tpl_param_check() is the one check of a parameter value, used
- * here for the request's values and by templates.c for each default, so a
- * template's defaults always pass the same rules as a user's values.
+ * here for the request's values and by templates_schema.c for each
+ * default, so a template's defaults always pass the same rules as a user's
+ * values.
  * tpl_expand() copies the request, builds the command and the params in the
  * schema's order, and fills the keys the request leaves out from the
  * template. Request keys are only looked at where the template fills
