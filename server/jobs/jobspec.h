@@ -33,7 +33,7 @@
  *                 and networks bound the paths above, its nodes run the job
  *   strategy      "auto" | "ddp" | "zero1" | "zero2" | "zero3" | "fsdp", or null
  *                 (default): how the model is distributed. "auto" asks the
- *                 strategy advisor (issue 8); the rest name one. Stored and
+ *                 strategy advisor (advisor.h); the rest name one. Stored and
  *                 shown; the job's scripts get it through the advisor's plan.
  *   params        object of <= 64 template parameters, or null: names
  *                 [a-z][a-z0-9_]{0,63}, values strings (<= 4096 bytes),

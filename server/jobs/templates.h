@@ -27,7 +27,7 @@
  *                 what the script reads from the job's first dataset
  *                 (TRAINYARD_DATA)
  *   model         the model the script trains, in the strategy advisor's terms
- *                 (issue 8), exactly one of:
+ *                 (advisor.h), exactly one of:
  *                   {"name": a known model: resnet50, resnet101, vit-base,
  *                    bert-base, bert-large, gpt2, gpt2-medium, gpt2-large,
  *                    gpt2-xl, llama-2-7b, llama-2-13b, qwen2-7b, chatglm3-6b,
