@@ -218,12 +218,36 @@ static void base_request(struct cli_client *c, const char *url, const char **hdr
     req->header_ud = c;
 }
 
+/* Sends req, says on err why no answer came, and parses the kept body into
+ * *resp. A stream (req->on_data) keeps only a refusal's body: one over its
+ * cap is shown by its status alone, as an unparseable one is. */
+static enum rc exchange(struct cli_client *c, const struct httpc_req *req, long *status,
+                        json_t **resp, FILE *err)
+{
+    struct httpc_resp r;
+    enum rc rc = httpc_perform(c->http, req, &r);
+
+    if (rc == RC_ETOOBIG && req->on_data != NULL)
+        rc = RC_OK;
+    if (rc == RC_OK || req->on_data != NULL)
+        *status = r.status;
+    if (rc == RC_ETOOBIG)
+        cli_errf(err, M_REPLY_TOO_BIG, CLI_MAX_REPLY);
+    else if (rc == RC_EUNAVAIL)
+        cli_errf(err, M_UNREACHABLE, c->base, r.error);
+    else if (rc == RC_ENOMEM)
+        cli_errf(err, M_OOM);
+    else if (rc == RC_OK && r.body_len > 0)
+        *resp = json_loadb(r.body, r.body_len, JSON_REJECT_DUPLICATES, NULL);
+    httpc_resp_cleanup(&r);
+    return rc;
+}
+
 enum rc cli_client_request(struct cli_client *c, const char *method, const char *path,
                            const json_t *body, long *status, json_t **resp, FILE *err)
 {
     enum rc rc = RC_ENOMEM;
     struct httpc_req req;
-    struct httpc_resp r = {0};
     const char *hdr[HEADERS_MAX];
     char *text = NULL, *url = NULL;
     char lid[128];
@@ -231,10 +255,11 @@ enum rc cli_client_request(struct cli_client *c, const char *method, const char 
     *status = 0;
     *resp = NULL;
     crypto_wipe(c->set_cookie, sizeof(c->set_cookie));
-    if ((url = full_url(c, path)) == NULL)
+    if ((url = full_url(c, path)) == NULL ||
+        (body != NULL && (text = json_dumps(body, JSON_COMPACT)) == NULL)) {
+        cli_errf(err, M_OOM);
         goto out;
-    if (body != NULL && (text = json_dumps(body, JSON_COMPACT)) == NULL)
-        goto out;
+    }
     headers(c, body != NULL, NULL, lid, hdr);
     base_request(c, url, hdr, &req);
     req.method = method;
@@ -242,24 +267,8 @@ enum rc cli_client_request(struct cli_client *c, const char *method, const char 
     req.body_len = text != NULL ? strlen(text) : 0;
     req.timeout_ms = REQUEST_TIMEOUT_MS;
     req.max_body = CLI_MAX_REPLY;
-    rc = httpc_perform(c->http, &req, &r);
-    if (rc == RC_ETOOBIG) {
-        cli_errf(err, M_REPLY_TOO_BIG, CLI_MAX_REPLY);
-        goto out;
-    }
-    if (rc == RC_EUNAVAIL) {
-        cli_errf(err, M_UNREACHABLE, c->base, r.error);
-        goto out;
-    }
-    if (rc != RC_OK)
-        goto out;
-    *status = r.status;
-    if (r.body_len > 0)
-        *resp = json_loadb(r.body, r.body_len, JSON_REJECT_DUPLICATES, NULL);
+    rc = exchange(c, &req, status, resp, err);
 out:
-    if (rc == RC_ENOMEM)
-        cli_errf(err, M_OOM);
-    httpc_resp_cleanup(&r);
     if (text != NULL) /* a login body holds a password */
         crypto_wipe(text, strlen(text));
     free(text);
@@ -270,17 +279,18 @@ out:
 enum rc cli_client_stream(struct cli_client *c, const char *path, const char *last_id, long idle_s,
                           cli_stream_fn fn, void *ud, long *status, json_t **resp, FILE *err)
 {
-    enum rc rc = RC_ENOMEM;
     struct httpc_req req;
-    struct httpc_resp r = {0};
     const char *hdr[HEADERS_MAX];
-    char *url = NULL;
+    char *url;
     char lid[128];
+    enum rc rc;
 
     *status = 0;
     *resp = NULL;
-    if ((url = full_url(c, path)) == NULL)
-        goto out;
+    if ((url = full_url(c, path)) == NULL) {
+        cli_errf(err, M_OOM);
+        return RC_ENOMEM;
+    }
     headers(c, 0, last_id, lid, hdr);
     base_request(c, url, hdr, &req);
     /* A 2xx body goes to fn; a refusal's error body is kept (bounded). */
@@ -290,22 +300,7 @@ enum rc cli_client_stream(struct cli_client *c, const char *path, const char *la
     /* No total limit: a followed log lasts as long as its job. A server
      * that falls silent (its SSE pings come every 15 s) is cut. */
     req.idle_s = idle_s;
-    rc = httpc_perform(c->http, &req, &r);
-    *status = r.status;
-    if (rc == RC_ETOOBIG) /* a refusal's error body too large: shown by its status alone */
-        rc = RC_OK;
-    if (rc == RC_EUNAVAIL) {
-        cli_errf(err, M_UNREACHABLE, c->base, r.error);
-        goto out;
-    }
-    if (rc != RC_OK)
-        goto out;
-    if (r.body_len > 0)
-        *resp = json_loadb(r.body, r.body_len, JSON_REJECT_DUPLICATES, NULL);
-out:
-    if (rc == RC_ENOMEM)
-        cli_errf(err, M_OOM);
-    httpc_resp_cleanup(&r);
+    rc = exchange(c, &req, status, resp, err);
     free(url);
     return rc;
 }
