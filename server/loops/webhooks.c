@@ -22,7 +22,7 @@
 #define WEBHOOK_MAX_ATTEMPTS 8
 
 /*
- * The lease of a claimed delivery (issue 13): it must outlast building the
+ * The lease of a claimed delivery: it must outlast building the
  * request, the request itself (at most timeout_ms: httpc's timeout_ms bounds
  * connect to answer) and getting a connection back to record the outcome, or
  * another replica claims the delivery again and the receiver gets it twice.
