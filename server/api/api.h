@@ -5,7 +5,8 @@
  *   api_jobs.c   jobs
  *   api_misc.c   health, readiness, nodes, job templates, the advisor
  *   api_audit.c  audit events, verification, key, checkpoints, retention, export
- *   api_agent.c  the worker protocol, join tokens, drain/undrain
+ *   api_agent_*.c  the worker protocol and join tokens (api_agent_int.h)
+ *   api_node_drain.c  drain/undrain
  *   api_logs.c   logs (paged and SSE), metrics, checkpoints
  *   api_webhooks.c webhooks
  *   api_policy.c sites, the compliance policy, datasets
@@ -59,7 +60,7 @@ enum rc api_node_drain(struct srv_req *req);
 enum rc api_node_undrain(struct srv_req *req);
 enum rc api_join_token_create(struct srv_req *req);
 
-/* api_agent.c: the worker protocol (docs/agent-protocol.md) */
+/* api_agent_*.c: the worker protocol (docs/agent-protocol.md) */
 enum rc api_agent_join(struct srv_req *req);
 enum rc api_agent_register(struct srv_req *req);
 enum rc api_agent_heartbeat(struct srv_req *req);
