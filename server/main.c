@@ -132,108 +132,196 @@ static enum rc load_templates(const struct srv_config *cfg, struct tpl_set **out
     return RC_OK;
 }
 
-int main(int argc, char **argv)
+/* What main starts besides the HTTP server; NULL until started. */
+struct server_threads {
+    struct sched_loop *sched;
+    struct metrics_listener *metrics;
+    struct monitor *monitor;
+    struct webhooks *hooks;
+    struct audit_keeper *keeper;
+    struct notify_listener *listener;
+};
+
+/*
+ * Read the configuration (cfg: the caller's) and set up logging. Returns -1
+ * to go on, else main's exit status: 0 after --help, 2 on a bad option.
+ */
+static int configure(struct srv_config *cfg, int argc, char **argv)
 {
-    struct srv_config cfg;
-    struct srv_app app;
     struct err e;
-    struct srv_tls tls = {0};
     enum log_level lvl;
-    sigset_t sigs;
-    int sig = 0, status = 1;
-    struct sched_loop *sched = NULL;
-    struct metrics_listener *metrics = NULL;
-    struct monitor *monitor = NULL;
-    struct webhooks *hooks = NULL;
-    struct audit_keeper *keeper = NULL;
-    struct notify_listener *listener = NULL;
     enum rc rc;
 
     err_init(&e);
-    memset(&app, 0, sizeof(app));
-    rc = srv_config_load(&cfg, argc, argv, &e);
+    rc = srv_config_load(cfg, argc, argv, &e);
     if (rc == RC_ECONFLICT)
         return 0; /* --help */
     if (rc != RC_OK) {
         fprintf(stderr, "trainyard-server: %s\n", e.message);
         return 2;
     }
-    if (log_parse_level(cfg.log_level, &lvl) != RC_OK) {
+    if (log_parse_level(cfg->log_level, &lvl) != RC_OK) {
         fprintf(stderr, "trainyard-server: log_level must be error, warn, info or debug\n");
         return 2;
     }
     log_set_level(lvl);
-    log_set_debug(cfg.log_debug);
+    log_set_debug(cfg->log_debug);
 #ifdef TY_BENCH_NO_AUDIT
     LOG_WARN("main", "BENCHMARK BUILD: THIS SERVER WRITES NO AUDIT TRAIL",
              "cmake_option=TRAINYARD_BENCH_NO_AUDIT use=\"bench/api/audit_cost_http.sh only, "
              "never in production\"");
 #endif
+    return -1;
+}
 
-    /* Signals are taken by sigwait() on this thread only. */
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+/*
+ * What the process needs before any thread starts: SIGTERM and SIGINT
+ * blocked, so that threads inherit the mask and only sigwait() on the main
+ * thread takes them (sigs: the caller's, filled for it); no SIGPIPE from a
+ * closed socket; libcurl and jansson set up once.
+ */
+static void process_init(sigset_t *sigs)
+{
+    sigemptyset(sigs);
+    sigaddset(sigs, SIGTERM);
+    sigaddset(sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     jx_init(); /* before any JSON value exists */
+}
 
+/* Connect the pool and bring the schema up to date; logs why it cannot. */
+static enum rc open_database(struct srv_app *app)
+{
+    enum rc rc;
+
+    if ((rc = db_open(app->cfg->database_url, app->cfg->db_pool_size, &app->db)) != RC_OK) {
+        LOG_ERROR("main", "cannot connect to the database", "");
+        return rc;
+    }
+    if ((rc = db_migrate(app->db)) != RC_OK) {
+        LOG_ERROR("main", "cannot migrate the database", "rc=%s", rc_str(rc));
+        return rc;
+    }
+    return RC_OK;
+}
+
+/*
+ * What must hold before the first request: the default site's storage root,
+ * the audit signing key, the job templates, the rate limits, waiters and
+ * caches, the replica's id. A failure is logged where it happens.
+ */
+static enum rc prepare_state(struct srv_app *app)
+{
+    const struct srv_config *cfg = app->cfg;
+    enum rc rc;
+
+    /* A database made before sites existed has a default site without
+     * storage roots: it gets storage_root, so such a set-up keeps working. */
+    if ((rc = db_policy_startup(app->db, cfg->storage_root)) != RC_OK) {
+        LOG_ERROR("main", "cannot prepare the default site", "rc=%s", rc_str(rc));
+        return rc;
+    }
+    /* Without a usable signing key the audit trail cannot be exported or
+     * checkpointed: refuse to start rather than run unsigned. */
+    if ((rc = audit_keeper_load_key(cfg, &app->audit_key)) != RC_OK ||
+        (rc = audit_keeper_register_key(app)) != RC_OK)
+        return rc;
+    if ((rc = load_templates(cfg, &app->templates)) != RC_OK)
+        return rc;
+    app->login_limit = ratelimit_new(cfg->login_max_failures, cfg->login_window_s);
+    app->addr_limit = ratelimit_new(cfg->login_max_failures * 5, cfg->login_window_s);
+    app->waiters = waiters_new(app);
+    app->auth_cache = cache_new(4096, sizeof(struct srv_principal));
+    app->page_cache = cache_new(1024, 256 * 1024);
+    if (app->login_limit == NULL || app->addr_limit == NULL || app->waiters == NULL ||
+        app->auth_cache == NULL || app->page_cache == NULL)
+        return RC_ENOMEM;
+    /* Tags this process's NOTIFY payloads so its listener skips them. */
+    return crypto_random_token("", 9, app->replica_id, sizeof(app->replica_id));
+}
+
+/* Load TLS (tls: the caller's, freed by it), start the HTTP server, the
+ * metrics listener and every background thread into *t. */
+static enum rc start_serving(struct srv_app *app, struct srv_tls *tls, struct server_threads *t)
+{
+    struct err e;
+
+    err_init(&e);
+    /* Read before the listener starts, so a bad certificate path stops the
+     * start with the option's name instead of serving plain HTTP. */
+    if (srv_tls_load(app->cfg, tls, &e) != RC_OK) {
+        LOG_ERROR("main", "cannot load the TLS certificate or key", "field=%s error=\"%s\"",
+                  e.field, e.message);
+        return RC_EINVAL;
+    }
+    app->tls = tls;
+    metrics_mark_start();
+    if (http_start(app) != RC_OK || metrics_listener_start(app, &t->metrics) != RC_OK)
+        return RC_EINTERNAL;
+    if (sched_loop_start(app, &t->sched) != RC_OK || monitor_start(app, &t->monitor) != RC_OK ||
+        webhooks_start(app, &t->hooks) != RC_OK || audit_keeper_start(app, &t->keeper) != RC_OK ||
+        notify_listener_start(app, &t->listener) != RC_OK)
+        return RC_EINTERNAL;
+    return RC_OK;
+}
+
+/* Stop what started, in reverse order, and free the rest; safe after a
+ * start that stopped half-way (every field NULL or set). */
+static void stop_all(struct srv_app *app, struct server_threads *t, struct srv_tls *tls)
+{
+    app_stop(app);
+    sched_loop_stop(t->sched);
+    monitor_stop(t->monitor);
+    webhooks_stop(t->hooks);
+    audit_keeper_stop(t->keeper);
+    notify_listener_stop(t->listener); /* it calls into the waiters */
+    if (app->waiters != NULL)
+        waiters_stop(app->waiters);
+    http_stop(app, 10000);
+    metrics_listener_stop(t->metrics);
+    srv_tls_free(tls);
+    waiters_free(app->waiters);
+    ratelimit_free(app->login_limit);
+    cache_free(app->auth_cache);
+    cache_free(app->page_cache);
+    ratelimit_free(app->addr_limit);
+    db_free(app->db);
+    audit_key_free(app->audit_key);
+    tpl_set_free(app->templates);
+    pthread_mutex_destroy(&app->wake_lock);
+    pthread_cond_destroy(&app->wake_cond);
+    curl_global_cleanup();
+}
+
+int main(int argc, char **argv)
+{
+    struct srv_config cfg;
+    struct srv_app app;
+    struct srv_tls tls = {0};
+    struct server_threads threads = {0};
+    sigset_t sigs;
+    int sig = 0, status;
+
+    memset(&app, 0, sizeof(app));
+    if ((status = configure(&cfg, argc, argv)) >= 0)
+        return status;
+    status = 1;
+    process_init(&sigs);
     app.cfg = &cfg;
     app.routes = routes_table(&app.nroutes);
     pthread_mutex_init(&app.wake_lock, NULL);
     pthread_cond_init(&app.wake_cond, NULL);
     if (cfg.create_admin[0] == '\0')
         srv_config_log(&cfg);
-    if (db_open(cfg.database_url, cfg.db_pool_size, &app.db) != RC_OK) {
-        LOG_ERROR("main", "cannot connect to the database", "");
+    if (open_database(&app) != RC_OK)
         goto out;
-    }
-    if ((rc = db_migrate(app.db)) != RC_OK) {
-        LOG_ERROR("main", "cannot migrate the database", "rc=%s", rc_str(rc));
-        goto out;
-    }
     if (cfg.create_admin[0] != '\0') {
         status = create_admin(&app, cfg.create_admin);
         goto out;
     }
-    /* Set-ups from before sites: the default site gets storage_root. */
-    if ((rc = db_policy_startup(app.db, cfg.storage_root)) != RC_OK) {
-        LOG_ERROR("main", "cannot prepare the default site", "rc=%s", rc_str(rc));
-        goto out;
-    }
-    /* Without a usable signing key the audit trail cannot be exported or
-     * checkpointed: refuse to start rather than run unsigned. */
-    if (audit_keeper_load_key(&cfg, &app.audit_key) != RC_OK ||
-        audit_keeper_register_key(&app) != RC_OK)
-        goto out;
-    if (load_templates(&cfg, &app.templates) != RC_OK)
-        goto out;
-    app.login_limit = ratelimit_new(cfg.login_max_failures, cfg.login_window_s);
-    app.addr_limit = ratelimit_new(cfg.login_max_failures * 5, cfg.login_window_s);
-    app.waiters = waiters_new(&app);
-    app.auth_cache = cache_new(4096, sizeof(struct srv_principal));
-    app.page_cache = cache_new(1024, 256 * 1024);
-    if (app.login_limit == NULL || app.addr_limit == NULL || app.waiters == NULL ||
-        app.auth_cache == NULL || app.page_cache == NULL)
-        goto out;
-    /* Tags this process's NOTIFY payloads so its listener skips them. */
-    if (crypto_random_token("", 9, app.replica_id, sizeof(app.replica_id)) != RC_OK)
-        goto out;
-    /* Read before the listener starts, so a bad certificate path stops the
-     * start with the option's name instead of serving plain HTTP. */
-    if (srv_tls_load(&cfg, &tls, &e) != RC_OK) {
-        LOG_ERROR("main", "cannot load the TLS certificate or key", "field=%s error=\"%s\"",
-                  e.field, e.message);
-        goto out;
-    }
-    app.tls = &tls;
-    metrics_mark_start();
-    if (http_start(&app) != RC_OK || metrics_listener_start(&app, &metrics) != RC_OK)
-        goto out;
-    if (sched_loop_start(&app, &sched) != RC_OK || monitor_start(&app, &monitor) != RC_OK ||
-        webhooks_start(&app, &hooks) != RC_OK || audit_keeper_start(&app, &keeper) != RC_OK ||
-        notify_listener_start(&app, &listener) != RC_OK)
+    if (prepare_state(&app) != RC_OK || start_serving(&app, &tls, &threads) != RC_OK)
         goto out;
     LOG_INFO("main", "trainyard-server ready", "port=%d schema=%d replica=%s", http_port(&app),
              db_schema_version_known(), app.replica_id);
@@ -241,28 +329,7 @@ int main(int argc, char **argv)
     LOG_INFO("main", "stopping", "signal=%d", sig);
     status = 0;
 out:
-    app_stop(&app);
-    sched_loop_stop(sched);
-    monitor_stop(monitor);
-    webhooks_stop(hooks);
-    audit_keeper_stop(keeper);
-    notify_listener_stop(listener); /* it calls into the waiters */
-    if (app.waiters != NULL)
-        waiters_stop(app.waiters);
-    http_stop(&app, 10000);
-    metrics_listener_stop(metrics);
-    srv_tls_free(&tls);
-    waiters_free(app.waiters);
-    ratelimit_free(app.login_limit);
-    cache_free(app.auth_cache);
-    cache_free(app.page_cache);
-    ratelimit_free(app.addr_limit);
-    db_free(app.db);
-    audit_key_free(app.audit_key);
-    tpl_set_free(app.templates);
-    pthread_mutex_destroy(&app.wake_lock);
-    pthread_cond_destroy(&app.wake_cond);
-    curl_global_cleanup();
+    stop_all(&app, &threads, &tls);
     if (status == 0 && cfg.create_admin[0] == '\0')
         LOG_INFO("main", "stopped", "");
     return status;
