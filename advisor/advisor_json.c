@@ -133,6 +133,7 @@ static enum rc get_enum(const json_t *obj, const char *key, const char *prefix, 
 {
     const json_t *v = json_object_get(obj, key);
     char field[128], list[192];
+    int i;
 
     join(field, sizeof(field), prefix, key);
     if (v == NULL) {
@@ -140,14 +141,9 @@ static enum rc get_enum(const json_t *obj, const char *key, const char *prefix, 
             return jcheck_bad_cut(e, field, NULL, "%s is required", key);
         return RC_OK;
     }
-    if (json_is_string(v)) {
-        for (size_t i = 0; i < n; i++) {
-            if (json_string_length(v) == strlen(names[i]) &&
-                strcmp(json_string_value(v), names[i]) == 0) {
-                *out = (int)i;
-                return RC_OK;
-            }
-        }
+    if ((i = jcheck_name_index(v, names, n)) >= 0) {
+        *out = i;
+        return RC_OK;
     }
     jcheck_list(list, sizeof(list), names, n);
     return jcheck_bad_cut(e, field, v, "%s must be one of %s", key, list);

@@ -131,6 +131,33 @@ void jcheck_list(char *buf, size_t size, const char *const *names, size_t n)
         jcheck_list_add(buf, size, i, names[i]);
 }
 
+int jcheck_name_index(const json_t *v, const char *const *names, size_t n)
+{
+    if (!json_is_string(v))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (json_string_length(v) == strlen(names[i]) &&
+            strcmp(json_string_value(v), names[i]) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* A literal, so the compiler checks the arguments of both calls against it. */
+#define INT_RANGE "%s must be an integer from %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT
+
+enum rc jcheck_int(const json_t *v, const char *field, const char *what, json_int_t min,
+                   json_int_t max, int cut, json_int_t *out, struct err *e)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+        if (cut)
+            return jcheck_bad_cut(e, field, v, INT_RANGE, what, min, max);
+        return jcheck_bad(e, field, v, INT_RANGE, what, min, max);
+    }
+    *out = json_integer_value(v);
+    return RC_OK;
+}
+
 int jcheck_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
     int c = memcmp(a, b, alen < blen ? alen : blen);

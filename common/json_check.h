@@ -76,6 +76,19 @@ void jcheck_list_add(char *buf, size_t size, size_t i, const char *name);
 /* buf = the n names joined by jcheck_list_add(), for "must be one of ...". */
 void jcheck_list(char *buf, size_t size, const char *const *names, size_t n);
 
+/* The index of string v (borrowed) among the n names, or -1 when v is not a
+ * string or is none of them (a string with a NUL inside matches none). */
+int jcheck_name_index(const json_t *v, const char *const *names, size_t n);
+
+/*
+ * v (borrowed) must be an integer in min..max: *out (out) is its value and
+ * RC_OK, else RC_EINVAL and e filled at field with "<what> must be an integer
+ * from <min> to <max>" and the value described as jcheck_bad() does, or as
+ * jcheck_bad_cut() does when cut is not 0.
+ */
+enum rc jcheck_int(const json_t *v, const char *field, const char *what, json_int_t min,
+                   json_int_t max, int cut, json_int_t *out, struct err *e);
+
 /* Byte-order comparison of two keys given by pointer and length (a shorter
  * key sorts before a longer one it begins), as qsort()'s sign. */
 int jcheck_key_cmp(const char *a, size_t alen, const char *b, size_t blen);

@@ -154,13 +154,7 @@ static enum rc get_str(const json_t *v, const char *field, const char *what, siz
 static enum rc get_int(const json_t *v, const char *field, const char *what, json_int_t min,
                        json_int_t max, json_int_t *out, struct err *e)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-        return jcheck_bad_cut(e, field, v,
-                              "%s must be an integer from %" JSON_INTEGER_FORMAT
-                              " to %" JSON_INTEGER_FORMAT,
-                              what, min, max);
-    *out = json_integer_value(v);
-    return RC_OK;
+    return jcheck_int(v, field, what, min, max, 1, out, e);
 }
 
 /* Check that v is one of the n strings in names; *out = its index. */
@@ -168,15 +162,11 @@ static enum rc get_enum(const json_t *v, const char *field, const char *const *n
                         int *out, struct err *e)
 {
     char list[128];
+    int i = jcheck_name_index(v, names, n);
 
-    if (json_is_string(v)) {
-        for (size_t i = 0; i < n; i++) {
-            if (json_string_length(v) == strlen(names[i]) &&
-                strcmp(json_string_value(v), names[i]) == 0) {
-                *out = (int)i;
-                return RC_OK;
-            }
-        }
+    if (i >= 0) {
+        *out = i;
+        return RC_OK;
     }
     jcheck_list(list, sizeof(list), names, n);
     return jcheck_bad_cut(e, field, v, "%s must be one of %s", field, list);

@@ -53,13 +53,7 @@ enum rc tpl_want_int(const json_t *v, const char *field, json_int_t min, json_in
         *out = def;
         return RC_OK;
     }
-    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-        return jcheck_bad(e, field, v,
-                          "%s must be an integer from %" JSON_INTEGER_FORMAT
-                          " to %" JSON_INTEGER_FORMAT,
-                          field, min, max);
-    *out = json_integer_value(v);
-    return RC_OK;
+    return jcheck_int(v, field, field, min, max, 0, out, e);
 }
 
 /* v (required) must be an integer in min..max. */
@@ -76,6 +70,7 @@ enum rc tpl_want_enum(const json_t *v, const char *field, const char *const *nam
                       const char *def, const char **out, struct err *e)
 {
     char list[200];
+    int i;
 
     if (v == NULL && def != NULL) {
         *out = def;
@@ -83,12 +78,9 @@ enum rc tpl_want_enum(const json_t *v, const char *field, const char *const *nam
     }
     if (v == NULL)
         return jcheck_bad(e, field, NULL, "%s is required", field);
-    for (size_t i = 0; json_is_string(v) && i < n; i++) {
-        if (json_string_length(v) == strlen(names[i]) &&
-            strcmp(json_string_value(v), names[i]) == 0) {
-            *out = names[i];
-            return RC_OK;
-        }
+    if ((i = jcheck_name_index(v, names, n)) >= 0) {
+        *out = names[i];
+        return RC_OK;
     }
     jcheck_list(list, sizeof(list), names, n);
     return jcheck_bad(e, field, v, "%s must be one of %s", field, list);

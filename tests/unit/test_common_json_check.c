@@ -136,6 +136,31 @@ static void control_characters(void **state)
     assert_true(jcheck_has_ctrl("a\nb", 3));
 }
 
+static void names_and_integer_ranges(void **state)
+{
+    static const char *const names[] = {"low", "normal", "high"};
+    json_t *v = json_string("high"), *n = json_integer(70), *s = json_string("\x01");
+    json_int_t out = 0;
+    struct err e;
+
+    (void)state;
+    err_init(&e);
+    assert_int_equal(jcheck_name_index(v, names, 3), 2);
+    assert_int_equal(jcheck_name_index(n, names, 3), -1);
+    assert_int_equal(jcheck_int(n, "gpus", "gpus", 1, 64, 0, &out, &e), RC_EINVAL);
+    assert_string_equal(e.message, "gpus must be an integer from 1 to 64");
+    assert_string_equal(e.detail, "got 70");
+    assert_int_equal(jcheck_int(s, "gpus", "gpus", 1, 64, 1, &out, &e), RC_EINVAL);
+    assert_string_equal(e.detail, "got \"?\"");
+    assert_int_equal(jcheck_int(s, "gpus", "gpus", 1, 64, 0, &out, &e), RC_EINVAL);
+    assert_string_equal(e.detail, "got a string of 1 bytes");
+    assert_int_equal(jcheck_int(n, "gpus", "gpus", 1, 100, 0, &out, &e), RC_OK);
+    assert_int_equal(out, 70);
+    json_decref(v);
+    json_decref(n);
+    json_decref(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +170,7 @@ int main(void)
         cmocka_unit_test(list_is_cut_to_its_buffer),
         cmocka_unit_test(unknown_key_is_the_smallest),
         cmocka_unit_test(control_characters),
+        cmocka_unit_test(names_and_integer_ranges),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
