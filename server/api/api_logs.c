@@ -4,9 +4,9 @@
  *
  * Following: the stream callback reads new job events and lines from the
  * database; when there are none it parks the connection in the waiters
- * under the key -job_id (api_agent.c notifies it when a batch or an exit
- * arrives), with a 15 s deadline that yields a keep-alive comment. No
- * thread waits. Job events ("job_event", the rows of GET /jobs/{id}/events
+ * under the key -job_id (api_agent_output.c and api_agent_report.c notify
+ * it when a batch or an exit arrives), with a 15 s deadline that yields a
+ * keep-alive comment. No thread waits. Job events ("job_event", the rows of GET /jobs/{id}/events
  * after ?events_after=, default all) go first, so the page's state follows
  * them, and "end" comes only after the last one.
  */
