@@ -52,7 +52,7 @@
 enum rc jobplan_model_check(const json_t *model, struct err *e) TY_WUR;
 
 /*
- * A template's model (templates.c's form: {"name"}, {"transformer": {...,
+ * A template's model (templates_model.c's form: {"name"}, {"transformer": {...,
  * "kind"}}, {"params", "activation_bytes_per_sample"}) in the advisor's
  * terms, as a new object; NULL when out of memory or not one of the forms.
  */

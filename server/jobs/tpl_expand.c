@@ -287,7 +287,7 @@ static enum rc fill_resources_env(const json_t *tpl, json_t *spec, struct err *e
 }
 
 /*
- * What the advisor plans from (issue 8): the template's model in the
+ * What the advisor plans from: the template's model in the
  * advisor's terms and the "batch" parameter as the global batch, each only
  * when the request gives none (a request's model describes what it runs,
  * for example a tiny size of the template's script).

@@ -1,4 +1,4 @@
-"""Job templates (server/jobs/templates.c, GET /api/v1/templates):
+"""Job templates (server/jobs/templates_*.c, GET /api/v1/templates):
 
 - the repository's templates/ are served with their fields and a ready job
   spec whose script path is absolute under examples_dir; an unknown id is a

@@ -1,5 +1,5 @@
 /*
- * test_templates.c - unit tests of the job templates (server/jobs/templates.c):
+ * test_templates.c - unit tests of the job templates (server/jobs/templates_*.c):
  * the repository's templates/ load and offer runnable jobs, defaults, the
  * command built from examples_dir, every field's refusals with the field
  * named, the loader's file errors (path in the message), lookups, and every
