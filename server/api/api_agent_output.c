@@ -7,7 +7,14 @@
  * checkpoint directory is refused alone (api_agent_policy.c). A batch the
  * worker sends again with the same logs is stored once (db_output_store)
  * and answered the same.
+ *
+ * Every log line and metric must name a rank this node holds in the
+ * attempt (db_alloc_ranks): a (rank, seq) of another node's, stored first,
+ * would make that node's real batch look like a replay and be dropped
+ * unseen. A batch naming another rank is refused whole (403, nothing
+ * stored) and recorded as a policy.violation of stage "output".
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "api.h"
@@ -16,7 +23,9 @@
 #include "app.h"
 #include "audit_target.h"
 #include "db_agent.h"
+#include "db_alloc.h"
 #include "db_audit.h"
+#include "log.h"
 #include "notify.h"
 #include "waiters.h"
 
@@ -62,9 +71,11 @@ static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics
     }
     json_array_foreach(*metrics, i, e)
     {
-        if (!json_is_integer(json_object_get(e, "step")) ||
+        if (!json_is_integer(json_object_get(e, "rank")) ||
+            !json_is_integer(json_object_get(e, "step")) ||
             !json_is_object(json_object_get(e, "values")))
-            return srv_fail(req, RC_EINVAL, "metrics", "metrics[%zu] needs step and values", i);
+            return srv_fail(req, RC_EINVAL, "metrics", "metrics[%zu] needs rank, step and values",
+                            i);
     }
     json_array_foreach(*ckpts, i, e)
     {
@@ -76,13 +87,78 @@ static enum rc check_output(struct srv_req *req, json_t **logs, json_t **metrics
     return RC_OK;
 }
 
+/* The first entry of items (logs or metrics, checked by check_output) whose
+ * rank is outside [lo, lo + n): its index, or -1. */
+static long foreign_entry(const json_t *items, int lo, int n)
+{
+    size_t i;
+    const json_t *e;
+
+    json_array_foreach(items, i, e)
+    {
+        json_int_t r = json_integer_value(json_object_get(e, "rank"));
+        if (r < lo || r >= (json_int_t)lo + n)
+            return (long)i;
+    }
+    return -1;
+}
+
+/*
+ * Refuse a batch that names a rank the calling node does not hold in the
+ * attempt: *refused (out) 1 with req->err filled (RC_EPERM, the field of the
+ * first such entry) and the refusal recorded (policy.violation, stage
+ * "output", and its webhook) in the caller's transaction, which stores
+ * nothing else then. RC_OK or the rc of the query or the record.
+ */
+static enum rc refuse_foreign_ranks(struct srv_req *req, int64_t attempt_id,
+                                    const struct db_attempt_info *info, const json_t *logs,
+                                    const json_t *metrics, int *refused)
+{
+    int lo = 0, n = 0;
+    long at;
+    const char *kind = "logs";
+    const json_t *items = logs;
+    char reason[160], why[320], field[48];
+    json_int_t rank;
+    enum rc rc = db_alloc_ranks(req->db, attempt_id, req->who.node_id, &lo, &n, req->req_id);
+
+    *refused = 0;
+    if (rc != RC_OK)
+        return rc;
+    at = foreign_entry(logs, lo, n);
+    if (at < 0) {
+        kind = "metrics";
+        items = metrics;
+        at = foreign_entry(metrics, lo, n);
+    }
+    if (at < 0)
+        return RC_OK;
+    rank = json_integer_value(json_object_get(json_array_get(items, (size_t)at), "rank"));
+    snprintf(reason, sizeof(reason), "output for rank %lld, which the node does not hold",
+             (long long)rank);
+    snprintf(why, sizeof(why), "attempt %d: %s (its ranks: %d to %d), sent by node %s",
+             info->attempt, reason, lo, lo + n - 1, req->who.node_name);
+    LOG_WARN("agent", "output for another node's rank refused",
+             "req_id=%s job_id=%lld node=%s rank=%lld", req->req_id, (long long)info->job_id,
+             req->who.node_name, (long long)rank);
+    rc = agent_policy_violation(req, info->job_id, info->attempt, "output", reason, NULL, why);
+    if (rc != RC_OK)
+        return rc;
+    *refused = 1;
+    snprintf(field, sizeof(field), "%s[%ld].rank", kind, at);
+    srv_fail(req, RC_EPERM, field, "rank %lld is not one of this node's ranks in the attempt",
+             (long long)rank);
+    err_detail(&req->err, "this node holds ranks %d to %d", lo, lo + n - 1);
+    return RC_OK;
+}
+
 enum rc api_agent_output(struct srv_req *req)
 {
     int64_t attempt_id, dropped = 0;
     struct db_attempt_info info;
     json_t *logs, *metrics, *ckpts, *c, *good = NULL, *refused = NULL;
     size_t i;
-    int replayed = 0;
+    int replayed = 0, refused_rank = 0;
     enum rc rc;
 
     if ((rc = check_output(req, &logs, &metrics, &ckpts, &dropped)) != RC_OK)
@@ -90,6 +166,13 @@ enum rc api_agent_output(struct srv_req *req)
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = agent_load_attempt(req, &attempt_id, &info);
+    if (rc == RC_OK)
+        rc = refuse_foreign_ranks(req, attempt_id, &info, logs, metrics, &refused_rank);
+    if (rc == RC_OK && refused_rank) {
+        /* Commit the record of the refusal alone; answer 403. */
+        rc = api_end(req, RC_OK);
+        return rc == RC_OK ? RC_EPERM : rc;
+    }
     if (rc == RC_OK)
         rc = agent_checkpoints_vet(req, info.job_id, ckpts, &good, &refused);
     if (rc == RC_OK)

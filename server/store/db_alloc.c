@@ -4,6 +4,7 @@
 #include "db_alloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "db.h"
 
@@ -71,6 +72,29 @@ enum rc db_nccl_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req_
         return RC_ENOMEM;
     *out = json_pack("{s:I,s:o}", "attempt", attempt, "nodes", nodes);
     return *out != NULL ? RC_OK : RC_ENOMEM;
+}
+
+enum rc db_alloc_ranks(PGconn *c, int64_t attempt_id, int64_t node_id, int *rank_start, int *nranks,
+                       const char *req_id)
+{
+    char a[24], n[24];
+    const char *p[] = {db_i64(attempt_id, a, sizeof(a)), db_i64(node_id, n, sizeof(n))};
+    /* One rank per GPU (db_agent.c, the assignment's "ranks"), released or not:
+     * a node may still send the last lines of its ranks after its exit. */
+    PGresult *res = db_exec(c,
+                            "SELECT rank_start, cardinality(gpu_indices) FROM allocations WHERE "
+                            "attempt_id = $1 AND node_id = $2",
+                            2, p);
+    enum rc rc = db_result_rc(res, req_id);
+
+    if (rc == RC_OK && PQntuples(res) != 1)
+        rc = RC_ENOTFOUND;
+    if (rc == RC_OK) {
+        *rank_start = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+        *nranks = (int)strtol(PQgetvalue(res, 0, 1), NULL, 10);
+    }
+    PQclear(res);
+    return rc;
 }
 
 enum rc db_alloc_release_job(PGconn *c, int64_t job_id, const char *outcome, const char *req_id)

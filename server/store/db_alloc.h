@@ -25,6 +25,14 @@ enum rc db_alloc_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req
  */
 enum rc db_nccl_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req_id) TY_WUR;
 
+/*
+ * The ranks node_id holds in the attempt: rank_start up to rank_start +
+ * nranks - 1 (out), one per GPU of its allocation, released or not.
+ * RC_ENOTFOUND when the node holds no part of the attempt; else the query's rc.
+ */
+enum rc db_alloc_ranks(PGconn *c, int64_t attempt_id, int64_t node_id, int *rank_start, int *nranks,
+                       const char *req_id) TY_WUR;
+
 /* Give back every GPU the job holds and end its open attempt (outcome). */
 enum rc db_alloc_release_job(PGconn *c, int64_t job_id, const char *outcome,
                              const char *req_id) TY_WUR;
