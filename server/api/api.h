@@ -59,6 +59,8 @@ enum rc api_template_get(struct srv_req *req);
 enum rc api_node_drain(struct srv_req *req);
 enum rc api_node_undrain(struct srv_req *req);
 enum rc api_join_token_create(struct srv_req *req);
+enum rc api_join_token_list(struct srv_req *req);
+enum rc api_join_token_revoke(struct srv_req *req);
 
 /* api_agent_*.c: the worker protocol (docs/agent-protocol.md) */
 enum rc api_agent_join(struct srv_req *req);

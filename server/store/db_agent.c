@@ -19,36 +19,76 @@ static char *dump(const json_t *j)
 }
 
 enum rc db_join_token_create(PGconn *c, int64_t created_by, int64_t ttl_s, int64_t uses,
-                             const char *token_hash, json_t **out, const char *req_id)
+                             const char *node, const char *token_hash, json_t **out,
+                             const char *req_id)
 {
     char by[24], ttl[24], u[24];
     const char *p[] = {token_hash, db_i64(created_by, by, sizeof(by)), db_i64(uses, u, sizeof(u)),
-                       db_i64(ttl_s, ttl, sizeof(ttl))};
+                       db_i64(ttl_s, ttl, sizeof(ttl)), node};
     return db_query_json(c,
-                         "INSERT INTO join_tokens (token_hash, created_by, uses_left, expires_at) "
-                         "VALUES ($1, $2, $3, now() + make_interval(secs => $4::bigint)) RETURNING "
-                         "id, uses_left AS uses, expires_at",
-                         4, p, 1, out, req_id);
+                         "INSERT INTO join_tokens (token_hash, created_by, uses_left, uses, "
+                         "expires_at, node_name) VALUES ($1, $2, $3, $3, now() + "
+                         "make_interval(secs => $4::bigint), $5) RETURNING id, uses_left AS uses, "
+                         "expires_at, node_name AS node",
+                         5, p, 1, out, req_id);
+}
+
+/* The columns of a join token t as listed. */
+#define JOIN_TOKEN_COLS                                                                            \
+    "t.id, t.created_at, (SELECT username FROM users WHERE id = t.created_by) AS created_by, "     \
+    "t.expires_at, t.uses, t.uses_left, t.uses - t.uses_left AS used, t.revoked_at, t.node_name "  \
+    "AS node, CASE WHEN t.revoked_at IS NOT NULL THEN 'revoked' WHEN t.expires_at <= now() THEN "  \
+    "'expired' WHEN t.uses_left = 0 THEN 'used_up' ELSE 'active' END AS state"
+
+enum rc db_join_token_list(PGconn *c, json_t **out, const char *req_id)
+{
+    return db_query_json(
+        c, "SELECT " JOIN_TOKEN_COLS " FROM join_tokens t ORDER BY t.id DESC LIMIT 500", 0, NULL, 0,
+        out, req_id);
+}
+
+enum rc db_join_token_revoke(PGconn *c, int64_t id, int64_t revoked_by, json_t **out,
+                             const char *req_id)
+{
+    char t[24], b[24];
+    const char *p[] = {db_i64(id, t, sizeof(t)), db_i64(revoked_by, b, sizeof(b))};
+    json_t *old = NULL;
+    enum rc rc =
+        db_query_json(c,
+                      "UPDATE join_tokens t SET revoked_at = now(), revoked_by = $2 "
+                      "WHERE t.id = $1 AND t.revoked_at IS NULL RETURNING " JOIN_TOKEN_COLS,
+                      2, p, 1, out, req_id);
+
+    if (rc != RC_ENOTFOUND)
+        return rc;
+    /* Nothing revoked: no such token, or one revoked before. */
+    rc = db_query_json(c, "SELECT id FROM join_tokens WHERE id = $1", 1, p, 1, &old, req_id);
+    json_decref(old);
+    return rc == RC_OK ? RC_ECONFLICT : rc;
 }
 
 enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *name, int64_t *token_id,
-                          int *retry, const char *req_id)
+                          int *retry, int *bound, const char *req_id)
 {
     const char *p[] = {token_hash, name};
-    PGresult *r = db_exec(c,
-                          "UPDATE join_tokens SET uses_left = uses_left - 1 WHERE token_hash = $1 "
-                          "AND uses_left > 0 AND expires_at > now() RETURNING id",
-                          1, p);
+    PGresult *r =
+        db_exec(c,
+                "UPDATE join_tokens SET uses_left = uses_left - 1 WHERE token_hash = $1 "
+                "AND uses_left > 0 AND expires_at > now() AND revoked_at IS NULL AND "
+                "(node_name IS NULL OR node_name = $2) RETURNING id, node_name IS NOT NULL",
+                2, p);
     enum rc rc = db_result_rc(r, req_id);
 
     *retry = 0;
+    *bound = 0;
     if (rc == RC_OK && PQntuples(r) != 1) {
         PQclear(r);
         /* The node's row is locked so that two retries cannot both take it. */
         r = db_exec(c,
-                    "SELECT t.id FROM join_tokens t JOIN nodes n ON n.join_token_id = t.id "
-                    "WHERE t.token_hash = $1 AND n.name = $2 AND NOT n.credential_used AND "
-                    "t.expires_at > now() FOR UPDATE OF n",
+                    "SELECT t.id, t.node_name IS NOT NULL FROM join_tokens t JOIN nodes n ON "
+                    "n.join_token_id = t.id WHERE t.token_hash = $1 AND n.name = $2 AND NOT "
+                    "n.credential_used AND t.expires_at > now() AND t.revoked_at IS NULL FOR "
+                    "UPDATE OF n",
                     2, p);
         rc = db_result_rc(r, req_id);
         if (rc == RC_OK && PQntuples(r) != 1)
@@ -56,28 +96,41 @@ enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *name, i
         if (rc == RC_OK)
             *retry = 1;
     }
-    if (rc == RC_OK)
+    if (rc == RC_OK) {
         rc = db_parse_i64(PQgetvalue(r, 0, 0), token_id);
+        *bound = PQgetvalue(r, 0, 1)[0] == 't';
+    }
     PQclear(r);
     return rc;
 }
 
 enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const char *addr,
-                     const char *labels, const char *cred_hash, int64_t token_id, int64_t *node_id,
-                     const char *req_id)
+                     const char *labels, const char *cred_hash, int64_t token_id, int bound,
+                     int64_t *node_id, const char *req_id)
 {
     char tid[24];
-    const char *p[] = {name, hostname, addr, labels, cred_hash, db_i64(token_id, tid, sizeof(tid))};
+    const char *p[] = {name,
+                       hostname,
+                       addr,
+                       labels,
+                       cred_hash,
+                       db_i64(token_id, tid, sizeof(tid)),
+                       bound ? "true" : "false"};
+    /* An existing node is updated only under the WHERE; otherwise no row
+     * comes back (the row stays as it was) and the join is a takeover. */
     PGresult *r = db_exec(c,
                           "INSERT INTO nodes (name, hostname, addr, labels, credential_hash, "
                           "join_token_id, credential_used) VALUES ($1, $2, $3, $4::jsonb, $5, $6, "
                           "false) ON CONFLICT (name) DO UPDATE SET hostname = EXCLUDED.hostname, "
                           "addr = EXCLUDED.addr, labels = EXCLUDED.labels, credential_hash = "
                           "EXCLUDED.credential_hash, join_token_id = EXCLUDED.join_token_id, "
-                          "credential_used = false RETURNING id",
-                          6, p);
+                          "credential_used = false WHERE $7::boolean OR (nodes.join_token_id = "
+                          "EXCLUDED.join_token_id AND NOT nodes.credential_used) RETURNING id",
+                          7, p);
     enum rc rc = db_result_rc(r, req_id);
 
+    if (rc == RC_OK && PQntuples(r) != 1)
+        rc = RC_ECONFLICT;
     if (rc == RC_OK)
         rc = db_parse_i64(PQgetvalue(r, 0, 0), node_id);
     PQclear(r);

@@ -17,28 +17,49 @@
 
 #include "err.h"
 
-/* Insert a join token (hash only). *out: {id, expires_at, uses}. */
+/* Insert a join token (hash only), bound to node name when node is not
+ * NULL. *out: {id, expires_at, uses, node}. */
 enum rc db_join_token_create(PGconn *c, int64_t created_by, int64_t ttl_s, int64_t uses,
-                             const char *token_hash, json_t **out, const char *req_id) TY_WUR;
+                             const char *node, const char *token_hash, json_t **out,
+                             const char *req_id) TY_WUR;
+
+/*
+ * Every join token, newest first (at most 500), never its hash: *out an
+ * array of {id, created_at, created_by (user name or null), expires_at, uses
+ * (null before migration 018), uses_left, used, revoked_at, node (the bound
+ * name or null), state ("active", "expired", "used_up", "revoked")}.
+ */
+enum rc db_join_token_list(PGconn *c, json_t **out, const char *req_id) TY_WUR;
+
+/*
+ * Revoke join token id (by user revoked_by): RC_ENOTFOUND if there is none,
+ * RC_ECONFLICT if it is already revoked. *out: the row as the list shows it.
+ */
+enum rc db_join_token_revoke(PGconn *c, int64_t id, int64_t revoked_by, json_t **out,
+                             const char *req_id) TY_WUR;
 
 /*
  * Use one use of a join token for node name: *token_id receives the token's
- * id and *retry 0. When the token has no use left but is the unexpired
- * token node name joined with and that node never registered with the
- * credential it got (its answer was lost; migration 016), nothing is spent,
- * the node's row is locked and *retry is 1. RC_EAUTH otherwise (unknown,
- * expired, used up).
+ * id, *retry 0 and *bound whether the token is bound to name. When the token
+ * has no use left but is the unexpired token node name joined with and that
+ * node never registered with the credential it got (its answer was lost;
+ * migration 016), nothing is spent, the node's row is locked and *retry is 1.
+ * RC_EAUTH otherwise (unknown, expired, revoked, used up, or bound to
+ * another name).
  */
 enum rc db_join_token_use(PGconn *c, const char *token_hash, const char *name, int64_t *token_id,
-                          int *retry, const char *req_id) TY_WUR;
+                          int *retry, int *bound, const char *req_id) TY_WUR;
 
 /*
- * Create the node or give an existing one of that name a new credential,
- * not yet used, joined with token_id.
+ * Create the node, or give an existing one of that name a new credential,
+ * not yet used, joined with token_id. An existing node is taken only when
+ * bound (the token is bound to its name) or when token_id's own earlier join
+ * made it and it never registered since (a retry); otherwise RC_ECONFLICT
+ * and nothing changes: a join token is no licence to take over a node.
  */
 enum rc db_node_join(PGconn *c, const char *name, const char *hostname, const char *addr,
-                     const char *labels, const char *cred_hash, int64_t token_id, int64_t *node_id,
-                     const char *req_id) TY_WUR;
+                     const char *labels, const char *cred_hash, int64_t token_id, int bound,
+                     int64_t *node_id, const char *req_id) TY_WUR;
 
 /*
  * Update a node's inventory and mark it ready (a node an admin drained

@@ -90,6 +90,10 @@ class AuthzMatrixTest(ServerTest):
             st, t, _ = clients["member"].post("/api/v1/tokens", {"name": "x"})
             return "/api/v1/tokens/" + t["id"], None
 
+        def fresh_join_token(_caller):
+            st, t, _ = clients["admin"].post("/api/v1/nodes/join-tokens", {"uses": 1})
+            return "/api/v1/nodes/join-tokens/" + t["id"], None
+
         J, A, B = job["id"], alpha["id"], beta["id"]
         U = spare_u["id"]
         # A node: joined with a join token, registered with its credential.
@@ -231,8 +235,12 @@ class AuthzMatrixTest(ServerTest):
              {"current_password": "x", "new_password": "short"}, [401, 400, 400, 400, 400]),
             ("GET", "/api/v1/nodes", "/api/v1/nodes", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/overview", "/api/v1/overview", None, [401, 200, 200, 200, 200]),
+            ("GET", "/api/v1/nodes/join-tokens", "/api/v1/nodes/join-tokens", None,
+             [401, 403, 403, 403, 200]),
             ("POST", "/api/v1/nodes/join-tokens", "/api/v1/nodes/join-tokens", {"uses": 1},
              [401, 403, 403, 403, 201]),
+            ("DELETE", "/api/v1/nodes/join-tokens/{id}", fresh_join_token, None,
+             [401, 403, 403, 403, 200]),
             ("POST", "/api/v1/nodes/{id}/drain", "/api/v1/nodes/%s/drain" % N, None,
              [401, 403, 403, 403, 200]),
             ("POST", "/api/v1/nodes/{id}/undrain", "/api/v1/nodes/%s/undrain" % N, None,

@@ -13,7 +13,7 @@ import { showError, field, input, select, badge, liveTable, card, tOr, copyButto
 
 const PAGE = 100;
 export const ACTIONS = ['auth.login', 'auth.logout', 'user.create', 'user.update', 'user.password', 'team.create', 'team.update', 'team.member_add',
-  'team.member_remove', 'token.create', 'token.revoke', 'node.join_token.create', 'node.join', 'node.register', 'node.state',
+  'team.member_remove', 'token.create', 'token.revoke', 'node.join_token.create', 'node.join_token.revoke', 'node.join', 'node.register', 'node.state',
   'node.drain', 'node.undrain', 'node.ranks_lost', 'job.submit', 'job.cancel', 'job.priority', 'job.state', 'job.plan', 'job.checkpoint',
   'job.restart_refunded', 'webhook.create', 'webhook.delete', 'site.create', 'site.update', 'site.delete', 'dataset.create',
   'dataset.delete', 'policy.update', 'policy.violation', 'export.request', 'export.approve', 'export.deny', 'export.download',
