@@ -10,6 +10,8 @@
  * after ?events_after=, default all) go first, so the page's state follows
  * them, and "end" comes only after the last one.
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,39 @@ static enum rc int_query(struct srv_req *req, const char *key, long lo, long hi,
         return srv_fail(req, RC_EINVAL, key, "%s must be an integer from %ld to %ld", key, lo, hi);
     *out = x;
     return RC_OK;
+}
+
+/*
+ * A row id to read after: 0 up to INT64_MAX. The ids are bigserial and a
+ * long-lived cluster spends them fast (replays use sequence values too), so
+ * a cursor is never narrowed to 32 bits anywhere. Signs, spaces and
+ * anything past the digits are refused: a client that sends them has a
+ * cursor this server never issued.
+ */
+static int parse_cursor(const char *v, int64_t *out)
+{
+    char *end = NULL;
+    long long x;
+
+    if (v == NULL || *v < '0' || *v > '9')
+        return 0;
+    errno = 0;
+    x = strtoll(v, &end, 10);
+    if (errno != 0 || *end != '\0' || x < 0)
+        return 0;
+    *out = (int64_t)x;
+    return 1;
+}
+
+/* A cursor from the query string (key) or a header (Last-Event-ID); a 400
+ * naming it when it is not one. */
+static enum rc cursor_value(struct srv_req *req, const char *key, const char *v, int64_t *out)
+{
+    if (v == NULL || parse_cursor(v, out))
+        return RC_OK;
+    srv_fail(req, RC_EINVAL, key, "%s must be an id from 0 to %lld", key, (long long)INT64_MAX);
+    err_detail(&req->err, "got \"%.32s\"", v);
+    return RC_EINVAL;
 }
 
 struct follow {
@@ -194,16 +229,24 @@ enum rc api_job_logs(struct srv_req *req)
 {
     struct db_log_filter f = {0};
     char state[16];
-    long rank = -1, attempt = 0, after = 0, limit = 1000, events_after = 0;
+    long rank = -1, attempt = 0, limit = 1000;
+    int64_t after = 0, events_after = 0, last_event = -1;
     const char *stream = srv_query(req, "stream"), *follow = srv_query(req, "follow");
+    const char *last_id = srv_header(req, "Last-Event-ID");
     json_t *rows = NULL, *last;
     enum rc rc;
 
     if ((rc = int_query(req, "rank", 0, 1023, &rank)) != RC_OK ||
         (rc = int_query(req, "attempt", 1, 1000000, &attempt)) != RC_OK ||
-        (rc = int_query(req, "after", 0, 0x7fffffffL, &after)) != RC_OK ||
+        (rc = cursor_value(req, "after", srv_query(req, "after"), &after)) != RC_OK ||
         (rc = int_query(req, "limit", 1, 5000, &limit)) != RC_OK ||
-        (rc = int_query(req, "events_after", 0, 0x7fffffffL, &events_after)) != RC_OK)
+        (rc = cursor_value(req, "events_after", srv_query(req, "events_after"), &events_after)) !=
+            RC_OK)
+        return rc;
+    /* Only a followed stream reads it; a bad one is refused all the same.
+     * An empty one is none (an SSE "id:" line may reset it to ""). */
+    if (last_id != NULL && *last_id != '\0' &&
+        (rc = cursor_value(req, "Last-Event-ID", last_id, &last_event)) != RC_OK)
         return rc;
     if (stream != NULL && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
         return srv_fail(req, RC_EINVAL, "stream", "stream must be stdout or stderr");
@@ -216,15 +259,14 @@ enum rc api_job_logs(struct srv_req *req)
     f.limit = (int)limit;
     if (follow != NULL && strcmp(follow, "1") == 0) {
         struct follow *fw = calloc(1, sizeof(*fw));
-        const char *last_id = srv_header(req, "Last-Event-ID");
         if (fw == NULL)
             return RC_ENOMEM;
         fw->req = req;
         fw->f = f;
         fw->events_after = events_after;
         fw->f.limit = SSE_BATCH;
-        if (last_id != NULL)
-            fw->f.after_id = strtoll(last_id, NULL, 10);
+        if (last_event >= 0)
+            fw->f.after_id = last_event; /* a reconnect: after the last line it had */
         /* A copy of the stream filter that outlives the query string. */
         fw->f.stream =
             stream == NULL ? NULL : (strcmp(stream, "stdout") == 0 ? "stdout" : "stderr");
@@ -242,12 +284,12 @@ enum rc api_job_logs(struct srv_req *req)
 enum rc api_job_metrics(struct srv_req *req)
 {
     char state[16];
-    int64_t id;
-    long after = 0, limit = 5000;
+    int64_t id, after = 0;
+    long limit = 5000;
     json_t *rows = NULL;
     enum rc rc;
 
-    if ((rc = int_query(req, "after", 0, 0x7fffffffL, &after)) != RC_OK ||
+    if ((rc = cursor_value(req, "after", srv_query(req, "after"), &after)) != RC_OK ||
         (rc = int_query(req, "limit", 1, 20000, &limit)) != RC_OK ||
         (rc = visible_job(req, &id, state, sizeof(state))) != RC_OK)
         return rc;
