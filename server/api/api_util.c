@@ -72,7 +72,9 @@ static int parse_pos_id(const char *s, int64_t *out)
     char *end = NULL;
     long long v;
 
-    if (s == NULL || *s < '1' || *s > '9' || strlen(s) > 18)
+    /* Up to 19 digits: every positive int64 (bigserial ids); strtoll's
+     * ERANGE refuses the rest. */
+    if (s == NULL || *s < '1' || *s > '9' || strlen(s) > 19)
         return 0;
     errno = 0;
     v = strtoll(s, &end, 10);

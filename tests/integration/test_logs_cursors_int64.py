@@ -14,6 +14,7 @@ keeps:
   events_after=
 - GET /jobs/{id}/metrics?after= (the page's 3 s poll)
 - `trainyard logs -f` from the start, every line once
+- an id cursor of a list (GET /jobs?cursor=) of 19 digits
 
 A cursor that is not one (negative, not a number, past int64) is refused
 with a JSON 400 naming it.
@@ -198,6 +199,15 @@ class LogCursorsInt64Test(ServerTest):
                 resp = self.admin.get(self.base + "/logs?follow=1",
                                       headers={"Last-Event-ID": bad})
                 self.assert_error(resp, 400, "invalid_argument", "Last-Event-ID")
+
+    def test_id_cursors_take_19_digits(self):
+        # Every positive int64, such as the largest, is an id cursor.
+        st, body, _ = self.admin.get("/api/v1/jobs?cursor=9223372036854775807")
+        self.assertEqual(st, 200, body)
+        self.assertIn(self.job, [j["id"] for j in body["jobs"]])
+        for bad in ("9223372036854775808", "0", "-1", "12345678901234567890"):
+            self.assert_error(self.admin.get("/api/v1/jobs?cursor=" + bad), 400,
+                              "invalid_argument", "cursor")
 
 
 if __name__ == "__main__":
