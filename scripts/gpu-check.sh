@@ -74,9 +74,10 @@ tok = call("POST", "/api/v1/tokens", {"name": "gpu-check"}, cookie=cookie, csrf=
 call("POST", "/api/v1/teams", {"name": "gpu"}, token=tok)
 join = call("POST", "/api/v1/nodes/join-tokens", {"uses": 1}, token=tok)[0]["token"]
 log = open(os.path.join(tmp, "worker.log"), "ab")
-w = subprocess.Popen([os.environ["TY_WORKER"], "--server", url, "--join-token", join, "--name", "gpu-node",
+w = subprocess.Popen([os.environ["TY_WORKER"], "--server", url, "--name", "gpu-node",
                       "--work-dir", os.path.join(tmp, "worker"), "--allowed-root", os.path.join(tmp, "storage"),
-                      "--addr", "127.0.0.1"], stdout=log, stderr=log)
+                      "--addr", "127.0.0.1"], stdout=log, stderr=log,
+                     env=dict(os.environ, TRAINYARD_JOIN_TOKEN=join))
 try:
     for _ in range(100):
         nodes = call("GET", "/api/v1/nodes", token=tok)[0]["nodes"]

@@ -171,15 +171,15 @@ if [ "$member" != True ]; then
   api PUT "/teams/$team_id/members/$admin_id" >/dev/null
 fi
 
-join_args=()
+# The join token goes in the worker's environment, never on its command line.
+token=""
 if [ ! -f "$var/worker/node.json" ]; then
   token=$(api POST /nodes/join-tokens '{"uses":1,"ttl_s":600}' | json 'j["token"]')
-  join_args=(--join-token "$token")
 fi
 api POST /auth/logout >/dev/null
 rm -f "$cookie"
 cookie=""
-"$worker" --server "http://127.0.0.1:$port" "${join_args[@]}" --name "$(hostname -s | tr 'A-Z' 'a-z')" \
+TRAINYARD_JOIN_TOKEN="$token" "$worker" --server "http://127.0.0.1:$port" --name "$(hostname -s | tr 'A-Z' 'a-z')" \
   --work-dir "$var/worker" --allowed-root "$var/storage" --addr 127.0.0.1 "${gpu_args[@]}" \
   >>"$var/worker.log" 2>&1 &
 pids+=($!)

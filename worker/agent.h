@@ -22,6 +22,7 @@
 struct wrk_config {
     const char *server;               /* base URL, required */
     const char *join_token;           /* only needed on the first start; never logged */
+    const char *join_token_file;      /* --join-token-file, or NULL: TRAINYARD_JOIN_TOKEN */
     const char *name;                 /* node name, default the host name */
     const char *labels;               /* "rack=r1,switch=s1" or NULL */
     const char *work_dir;             /* holds node.json and state.json */

@@ -4,12 +4,16 @@
 #include "join.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "crypto.h"
 #include "log.h"
@@ -31,6 +35,89 @@ void wrk_join_guess_addr(char *out, size_t size)
         break;
     }
     freeifaddrs(ifa);
+}
+
+/* Drop trailing white space of out[0..len) and check what is left. */
+static enum rc token_check(char *out, size_t len, const char *from, struct err *e)
+{
+    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r' || out[len - 1] == ' ' ||
+                       out[len - 1] == '\t'))
+        len--;
+    out[len] = '\0';
+    if (len == 0)
+        return err_set(e, RC_EINVAL, NULL, "the join token of %s is empty", from);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)out[i] <= ' ' || (unsigned char)out[i] >= 0x7f)
+            return err_set(e, RC_EINVAL, NULL,
+                           "the join token of %s holds a space or a control character", from);
+    return RC_OK;
+}
+
+static enum rc token_from_file(const char *path, char *out, size_t size, struct err *e)
+{
+    enum rc rc = RC_EPERM;
+    struct stat st;
+    size_t len = 0;
+    ssize_t got;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+    if (fd < 0)
+        return err_set(e, errno == ELOOP ? RC_EPERM : RC_EUNAVAIL, NULL,
+                       "cannot read join token file %s: %s", path,
+                       errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0)) {
+        err_set(e, rc, NULL, "join token file %s is not a regular file of this user or root", path);
+        goto out;
+    }
+    if ((st.st_mode & 077) != 0) {
+        err_set(e, rc, NULL,
+                "join token file %s is open to group or others (mode %03o): the token is a "
+                "secret, chmod 600 %s",
+                path, (unsigned)(st.st_mode & 0777), path);
+        goto out;
+    }
+    while ((got = read(fd, out + len, size - len)) > 0 && (len += (size_t)got) < size)
+        ;
+    if (got < 0) {
+        rc = err_set(e, RC_EUNAVAIL, NULL, "cannot read join token file %s: %s", path,
+                     strerror(errno));
+        goto out;
+    }
+    if (len >= size) {
+        rc = err_set(e, RC_EINVAL, NULL, "join token file %s is longer than %zu bytes", path,
+                     size - 1);
+        goto out;
+    }
+    rc = token_check(out, len, path, e);
+out:
+    if (rc != RC_OK)
+        crypto_wipe(out, size);
+    close(fd);
+    return rc;
+}
+
+enum rc wrk_join_token_load(const char *path, char *out, size_t size, struct err *e)
+{
+    char *env = getenv("TRAINYARD_JOIN_TOKEN");
+    enum rc rc = RC_ENOTFOUND;
+
+    if (path != NULL)
+        rc = token_from_file(path, out, size, e);
+    else if (env == NULL || env[0] == '\0')
+        rc = RC_ENOTFOUND; /* empty: a compose file's ${TRAINYARD_JOIN_TOKEN:-} once joined */
+    else if (strlen(env) >= size)
+        rc = err_set(e, RC_EINVAL, NULL, "TRAINYARD_JOIN_TOKEN is longer than %zu bytes", size - 1);
+    else {
+        memcpy(out, env, strlen(env) + 1);
+        rc = token_check(out, strlen(out), "TRAINYARD_JOIN_TOKEN", e);
+    }
+    /* The environment block at start is what /proc/PID/environ shows:
+     * unsetenv() alone would leave the text there. */
+    if (env != NULL) {
+        crypto_wipe(env, strlen(env));
+        unsetenv("TRAINYARD_JOIN_TOKEN");
+    }
+    return rc;
 }
 
 static int load_node(struct wrk_agent *a)
@@ -111,7 +198,9 @@ int wrk_join_node(struct wrk_agent *a)
     for (;;) {
         int r;
         if (a->cfg->join_token == NULL) {
-            LOG_ERROR("agent", "no node.json and no --join-token", "path=%s", a->node_path);
+            LOG_ERROR("agent",
+                      "no node.json and no join token (--join-token-file or TRAINYARD_JOIN_TOKEN)",
+                      "path=%s", a->node_path);
             return -1;
         }
         r = wrk_join(a);

@@ -12,6 +12,26 @@
 #include <stddef.h>
 
 #include "agent_int.h"
+#include "err.h"
+
+/* The largest join token taken, with its terminating NUL. */
+#define WRK_JOIN_TOKEN_MAX 256
+
+/*
+ * The join token into out (size bytes), never from the command line, where
+ * every local user reads it (/proc/PID/cmdline): from the file at path when
+ * path is not NULL (--join-token-file), else from TRAINYARD_JOIN_TOKEN.
+ * Trailing white space (a final newline) is dropped. The file must be a
+ * regular file, not a symbolic link, owned by this user or root, with no
+ * permission for group or others (chmod 600), like the CLI's config file.
+ * TRAINYARD_JOIN_TOKEN is removed from the environment, its text wiped, so
+ * that the ranks do not inherit it. RC_ENOTFOUND when neither is given (an
+ * empty variable counts as none); RC_EPERM (file mode or owner), RC_EINVAL
+ * (empty file, too long, not printable) or RC_EUNAVAIL (cannot read) with e
+ * filled. Main thread only, before any thread starts (it changes the
+ * environment).
+ */
+enum rc wrk_join_token_load(const char *path, char *out, size_t size, struct err *e) TY_WUR;
 
 /* The first non-loopback IPv4 address into out, else "127.0.0.1". */
 void wrk_join_guess_addr(char *out, size_t size);

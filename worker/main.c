@@ -15,7 +15,9 @@
 #include <curl/curl.h>
 
 #include "agent.h"
+#include "crypto.h"
 #include "gpu.h"
+#include "join.h"
 #include "log.h"
 #include "netns.h"
 
@@ -38,14 +40,17 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: trainyard-worker --server URL [--join-token T] [--name N]\n"
+    fprintf(f, "usage: trainyard-worker --server URL [--join-token-file PATH] [--name N]\n"
                "         [--labels rack=r1,switch=s1] [--fake-gpus COUNT[:MEMORY_GIB[:MODEL]]]\n"
                "         [--work-dir DIR] [--addr IP] [--allowed-root PATH ...] [--grace-s 30]\n"
                "         [--heartbeat-ms 2000] [--ca-file PEM] [--log-level info]\n"
                "         [--log-debug comps] [--discover] [--isolate-network]\n"
                "         [--python python3] [--nccl-probe-file FILE] [--sys-root /sys]\n"
                "The join token is needed only on the first start; the node credential is\n"
-               "then kept in WORK_DIR/node.json (mode 0600).\n"
+               "then kept in WORK_DIR/node.json (mode 0600). It is read from\n"
+               "--join-token-file (a file of this user or root, mode 0600 or stricter) or\n"
+               "from the environment variable TRAINYARD_JOIN_TOKEN, never from the command\n"
+               "line, which every local user can read.\n"
                "--python: the interpreter whose PyTorch, FSDP and DeepSpeed are probed at\n"
                "start and reported (\"\" turns the probe off). --nccl-probe-file: the JSON\n"
                "of trainyard-nccl-probe --json, uploaded with register.\n"
@@ -130,7 +135,12 @@ static int set_option(int c, const char *arg, struct wrk_config *cfg, struct err
         cfg->server = arg;
         break;
     case 'j':
-        cfg->join_token = arg;
+        fprintf(stderr, "trainyard-worker: --join-token is no longer accepted: every local user "
+                        "reads the command line; use --join-token-file PATH (mode 0600) or the "
+                        "environment variable TRAINYARD_JOIN_TOKEN\n");
+        return 2;
+    case 'J':
+        cfg->join_token_file = arg;
         break;
     case 'n':
         cfg->name = arg;
@@ -176,7 +186,8 @@ static int parse_args(int argc, char **argv, struct wrk_config *cfg, struct err 
 {
     static const struct option opts[] = {
         {"server", required_argument, NULL, 's'},
-        {"join-token", required_argument, NULL, 'j'},
+        {"join-token", required_argument, NULL, 'j'}, /* refused with a pointer to the file */
+        {"join-token-file", required_argument, NULL, 'J'},
         {"name", required_argument, NULL, 'n'},
         {"labels", required_argument, NULL, 'l'},
         {"fake-gpus", required_argument, NULL, 'f'},
@@ -231,6 +242,7 @@ int main(int argc, char **argv)
 {
     struct wrk_config cfg;
     struct err e;
+    char token[WRK_JOIN_TOKEN_MAX];
     int rc;
 
     memset(&cfg, 0, sizeof(cfg));
@@ -243,6 +255,16 @@ int main(int argc, char **argv)
     err_init(&e);
     if ((rc = parse_args(argc, argv, &cfg, &e)) != PARSE_OK)
         return rc;
+    switch (wrk_join_token_load(cfg.join_token_file, token, sizeof(token), &e)) {
+    case RC_OK:
+        cfg.join_token = token;
+        break;
+    case RC_ENOTFOUND:
+        break;
+    default:
+        fprintf(stderr, "trainyard-worker: %s\n", e.message);
+        return 2;
+    }
 
     /* Isolation is refused up front rather than found missing at a launch. */
     if (cfg.isolate_network && !cfg.discover_only && wrk_netns_check_host(&e) != RC_OK) {
@@ -258,6 +280,7 @@ int main(int argc, char **argv)
              cfg.server, cfg.work_dir, cfg.fake ? cfg.fake_spec.count : -1, cfg.nroots,
              cfg.isolate_network);
     rc = wrk_agent_run(&cfg);
+    crypto_wipe(token, sizeof(token));
     curl_global_cleanup();
     LOG_INFO("agent", "stopped", "status=%d", rc);
     return rc;

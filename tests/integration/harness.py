@@ -444,10 +444,14 @@ class Worker(Process):
     """A trainyard-worker with fake GPUs, joined to a server."""
 
     def __init__(self, server_url, join_token, name, gpus=2, work_dir=None, allowed_root=None,
-                 labels=None, extra=()):
+                 labels=None, extra=(), token_file=False):
         self.name = name
         self.server_url = server_url
         self.join_token = join_token
+        # The token never goes on the command line (every local user reads
+        # /proc/PID/cmdline): TRAINYARD_JOIN_TOKEN, or with token_file a
+        # mode 0600 file named by --join-token-file.
+        self.token_file = token_file
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="ty-worker-")
         self.allowed_root = allowed_root
         self.gpus = gpus
@@ -458,7 +462,7 @@ class Worker(Process):
         self.start()
 
     def start(self):
-        cmd = [WORKER_BIN, "--server", self.server_url, "--join-token", self.join_token,
+        cmd = [WORKER_BIN, "--server", self.server_url,
                "--name", self.name, "--fake-gpus", str(self.gpus), "--work-dir", self.work_dir,
                "--addr", "127.0.0.1", "--heartbeat-ms", "500", "--grace-s", "5"] + self.extra
         if self.allowed_root:
@@ -466,6 +470,15 @@ class Worker(Process):
         if self.labels:
             cmd += ["--labels", self.labels]
         env = dict(os.environ)
+        env.pop("TRAINYARD_JOIN_TOKEN", None)
+        if self.token_file:
+            path = os.path.join(self.work_dir, "join-token")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self.join_token + "\n")
+            cmd += ["--join-token-file", path]
+        else:
+            env["TRAINYARD_JOIN_TOKEN"] = self.join_token
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=env)
         _children.append(self.proc)

@@ -201,8 +201,12 @@ class PackagesTest(unittest.TestCase):
         self.assertEqual(st, 201, tok)
         work = tempfile.mkdtemp(prefix="ty-pkg-worker-")
         wlog = open(os.path.join(work, "worker.log"), "ab")
-        wrk = subprocess.Popen(["/usr/bin/trainyard-worker", "--server", url, "--join-token",
-                                tok["token"], "--name", "pkg-node", "--fake-gpus", "1",
+        # the token in a mode 0600 file, never on the command line
+        token_file = os.path.join(work, "join-token")
+        with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(tok["token"] + "\n")
+        wrk = subprocess.Popen(["/usr/bin/trainyard-worker", "--server", url, "--join-token-file",
+                                token_file, "--name", "pkg-node", "--fake-gpus", "1",
                                 "--work-dir", work, "--addr", "127.0.0.1", "--allowed-root", root,
                                 "--python", "/usr/bin/python3", "--heartbeat-ms", "500"],
                                stdout=wlog, stderr=wlog)
