@@ -61,6 +61,9 @@ int cli_cmd_cancel(int argc, char **argv, FILE *out, FILE *err);
 
 /* trainyard nodes / drain NODE / undrain NODE (cmd_nodes.c). */
 int cli_cmd_nodes(int argc, char **argv, FILE *out, FILE *err);
+/* trainyard nodes join-tokens [list|create|revoke ID] (cmd_join_tokens.c);
+ * argv[0] is "join-tokens". */
+int cli_cmd_join_tokens(int argc, char **argv, FILE *out, FILE *err);
 int cli_cmd_drain(int argc, char **argv, FILE *out, FILE *err);
 int cli_cmd_undrain(int argc, char **argv, FILE *out, FILE *err);
 

@@ -5,6 +5,7 @@
  * NODE is a node's name, or its id; the name is looked up in the list.
  *
  *   trainyard nodes [--json] [--server URL]
+ *   trainyard nodes join-tokens ...   (cmd_join_tokens.c)
  *   trainyard drain NODE [--json] [--server URL]
  *   trainyard undrain NODE [--json] [--server URL]
  *
@@ -21,6 +22,7 @@
 static void nodes_usage(FILE *f)
 {
     fprintf(f, "usage: trainyard nodes [--json] [--server URL]\n"
+               "       trainyard nodes join-tokens [list|create|revoke ID] (--help: its options)\n"
                "List the nodes: name, host, state, GPUs, GPUs allocated, site, last heartbeat.\n");
 }
 
@@ -60,6 +62,8 @@ int cli_cmd_nodes(int argc, char **argv, FILE *out, FILE *err)
     int code, r;
     size_t i;
 
+    if (argc > 1 && strcmp(argv[1], "join-tokens") == 0)
+        return cli_cmd_join_tokens(argc - 1, argv + 1, out, err);
     for (int k = 1; k < argc; k++)
         if ((r = cli_common_opt(argc, argv, &k, &co, err)) <= 0) {
             if (r == 0)

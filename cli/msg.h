@@ -68,6 +68,9 @@
     X(M_W_TOKENS, "cannot list the tokens", "无法列出令牌")                                        \
     X(M_W_TOKEN_CREATE, "cannot create the token", "无法创建令牌")                                 \
     X(M_W_TOKEN_REVOKE, "cannot revoke the token", "无法吊销令牌")                                 \
+    X(M_W_JOIN_TOKENS, "cannot list the join tokens", "无法列出加入令牌")                          \
+    X(M_W_JOIN_TOKEN_CREATE, "cannot create the join token", "无法创建加入令牌")                   \
+    X(M_W_JOIN_TOKEN_REVOKE, "cannot revoke the join token", "无法吊销加入令牌")                   \
     X(M_W_LOGIN, "cannot sign in", "登录失败")                                                     \
     X(M_W_EXPORT, "cannot export the audit log", "无法导出审计日志")                               \
     X(M_SUBMITTED_TPL, "job %s submitted: %s (template %s), %s",                                   \
@@ -114,6 +117,9 @@
     X(M_TOKEN_CREATED,                                                                             \
       "token %s created (%s); it is shown this once:", "令牌 %s 已创建（%s）；只显示这一次：")     \
     X(M_TOKEN_REVOKED, "token %s revoked", "令牌 %s 已吊销")                                       \
+    X(M_JOIN_TOKEN_CREATED, "join token %s created (expires %s); it is shown this once:",          \
+      "加入令牌 %s 已创建（过期时间 %s）；只显示这一次：")                                         \
+    X(M_JOIN_TOKEN_REVOKED, "join token %s revoked", "加入令牌 %s 已吊销")                         \
     X(M_EXPORT_DONE, "audit export written to %s", "审计导出已写入 %s")                            \
     X(M_LOGS_END, "job %s ended: %s", "作业 %s 已结束：%s")                                        \
     X(M_STREAM_CUT, "the log stream was cut (%s); reconnecting", "日志流中断（%s）；正在重连")     \
@@ -144,6 +150,7 @@
     X(H_EXPIRES, "EXPIRES", "过期时间")                                                            \
     X(H_LAST_USED, "LAST USED", "最近使用")                                                        \
     X(H_REVOKED, "REVOKED", "已吊销")                                                              \
+    X(H_NODE, "NODE", "节点")                                                                      \
     X(K_PRIORITY, "priority", "优先级")                                                            \
     X(K_RESTARTS, "restarts", "重启次数")                                                          \
     X(K_REASON, "reason", "原因")                                                                  \
@@ -168,7 +175,7 @@
     X(S_CANCEL, "cancel a job", "取消作业")                                                        \
     X(S_QUEUE, "the queue: estimated starts and why each job waits",                               \
       "队列：预计开始时间及每个作业等待的原因")                                                    \
-    X(S_NODES, "list the nodes and their GPUs", "列出节点及其 GPU")                                \
+    X(S_NODES, "list the nodes and their GPUs; their join tokens", "列出节点及其 GPU；加入令牌")   \
     X(S_DRAIN, "stop placing work on a node", "停止向节点分配任务")                                \
     X(S_UNDRAIN, "place work on a drained node again", "恢复向已排空节点分配任务")                 \
     X(S_TEMPLATES, "list the server's job templates", "列出服务器上的作业模板")                    \

@@ -47,7 +47,18 @@ _trainyard() {
         show|cancel) opts="$common"; [ "$cmd" = cancel ] && opts="--reason $opts" ;;
         logs) opts="-f --follow --rank --attempt --stream $common" ;;
         queue) opts="--team --user --mine --limit --cursor --all $common" ;;
-        nodes|drain|undrain|templates) opts="$common" ;;
+        nodes)
+            if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
+                mapfile -t COMPREPLY < <(compgen -W "join-tokens" -- "$cur")
+                return 0
+            fi
+            if [ "$sub" = join-tokens ] && [ "$COMP_CWORD" -eq 3 ] && [[ $cur != -* ]]; then
+                mapfile -t COMPREPLY < <(compgen -W "list create revoke" -- "$cur")
+                return 0
+            fi
+            opts="$common"
+            [ "$sub" = join-tokens ] && opts="--uses --ttl-s --node $opts" ;;
+        drain|undrain|templates) opts="$common" ;;
         advisor) opts="$common"
                  if [[ $cur != -* ]]; then
                      mapfile -t COMPREPLY < <(compgen -f -- "$cur")

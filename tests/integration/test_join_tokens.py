@@ -10,6 +10,8 @@ node, and never on a worker's command line.
   use of the token is spent
 - a token bound to a node name (an admin's deliberate act) joins only as
   that name, and re-joins that node: its old credential is retired
+- trainyard nodes join-tokens lists (no text), creates (the text once, on
+  the last line) and revokes; a member is refused
 - a real trainyard-worker reads its token from a mode 0600 file
   (--join-token-file) and joins: neither its command line nor its
   environment holds the token; a file open to others is refused, and so is
@@ -164,6 +166,47 @@ class JoinTokensTest(ServerTest):
                 self.assertNotIn(jt["token"].encode(), f.read())
         finally:
             w.stop()
+
+    def cli(self, *args, token):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINYARD_", "LC_"))}
+        env.update(LANG="C.UTF-8", TRAINYARD_URL=self.server.url, TRAINYARD_TOKEN=token,
+                   HOME=tempfile.mkdtemp(prefix="ty-jt-home-"))
+        return subprocess.run([harness.CLI_BIN, "nodes", "join-tokens"] + list(args),
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    def test_cli(self):
+        admin = self.token_client(self.admin, "jt-cli")
+        r = self.cli("create", "--uses", "2", "--node", "cli-node", token=admin.token)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        secret = r.stdout.splitlines()[-1]
+        self.assertTrue(secret.startswith("tyj_"), r.stdout)
+        tid = self.db.sql("SELECT id FROM join_tokens WHERE token_hash = "
+                          "encode(sha256('%s'::bytea), 'hex')" % secret)[0][0]
+        self.assertIn("join token %s created" % tid, r.stdout)
+        self.assertEqual(self.listed(tid)["node"], "cli-node")
+        r = self.cli("list", token=admin.token)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(secret, r.stdout)
+        row = next(l.split() for l in r.stdout.splitlines() if l.split()[:1] == [tid])
+        self.assertEqual(row[-3:], ["0/2", "cli-node", "active"], r.stdout)
+        r = self.cli("--json", token=admin.token)
+        self.assertIn(tid, [t["id"] for t in json.loads(r.stdout)["join_tokens"]])
+        r = self.cli("revoke", tid, token=admin.token)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "join token %s revoked" % tid),
+                         r.stderr)
+        self.assertEqual(self.listed(tid)["state"], "revoked")
+        r = self.cli("revoke", tid, token=admin.token)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("already revoked", r.stderr)
+        r = self.cli("revoke", token=admin.token)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        r = self.cli("list", "--node", "x", token=admin.token)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.make_user("jt-member")
+        member = harness.Client(self.server.url)
+        self.assertEqual(member.login("jt-member", "jt-member-password-123")[0], 200)
+        r = self.cli("list", token=self.token_client(member, "m").token)
+        self.assertEqual(r.returncode, 3, r.stderr)
 
     def run_worker(self, *args, env=None):
         work = tempfile.mkdtemp(prefix="ty-jt-worker-")
