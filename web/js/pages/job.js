@@ -17,12 +17,16 @@ import { liveChart } from '../chart.js';
 
 const MAX_LINES = 20000; // per rank kept in the page
 const SHOW_LINES = 2000; // drawn at once (the newest, or the newest matches)
+// Log and metric ids are bigserial, sent as decimal strings: the cursors
+// stay strings and are compared as BigInt, exact past 2^53. '' = none yet.
+const rowId = (v) => ((typeof v === 'string' || typeof v === 'number') && /^[1-9][0-9]*$/.test(String(v)) ? String(v) : '');
+const idAfter = (v, last) => v !== '' && (last === '' || BigInt(v) > BigInt(last));
 const THROUGHPUT = ['samples_per_s', 'samples_per_sec', 'throughput', 'tokens_per_sec', 'tokens_per_s', 'images_per_s', 'it_per_s'];
 
 export function render(main, ctx) {
   const id = ctx.params.id;
   const base = '/jobs/' + id;
-  let job = null, lastMetricId = 0, lossRank = null, tpKey = null, ended = false, stopLogs = null;
+  let job = null, lastMetricId = '', lossRank = null, tpKey = null, ended = false, stopLogs = null;
   const events = [];
 
   // ---- header and actions
@@ -127,7 +131,8 @@ export function render(main, ctx) {
       if (ctx.left) return;
       const lp = [], tp = [];
       for (const m of ms) {
-        lastMetricId = Math.max(lastMetricId, Number(m.id) || 0);
+        const mid = rowId(m.id);
+        if (idAfter(mid, lastMetricId)) lastMetricId = mid;
         const v = m.values || {};
         for (const [k, x] of Object.entries(v)) if (typeof x === 'number') latest[k] = x;
         if (typeof m.step !== 'number') continue;
@@ -146,7 +151,7 @@ export function render(main, ctx) {
 
   // ---- logs
   const ranks = new Map(); // rank -> {lines: [{text, err}], pre}
-  let shownRank = null, rankChosen = false, redrawPending = false, following = true, pending = 0, lastLogId = 0, search = '';
+  let shownRank = null, rankChosen = false, redrawPending = false, following = true, pending = 0, lastLogId = '', search = '';
   const rankSel = h('select', { id: 'rank-select' });
   const followBtn = h('button', { type: 'button', id: 'log-follow', 'aria-pressed': 'true' }, t('job.pause'));
   const findInput = h('input', { type: 'search', id: 'log-search', placeholder: t('job.search_ph') });
@@ -190,8 +195,8 @@ export function render(main, ctx) {
   function addLines(ls) {
     let touched = false;
     for (const l of ls) {
-      const idn = Number(l.id) || 0;
-      if (idn && idn <= lastLogId) continue;
+      const idn = rowId(l.id);
+      if (idn && !idAfter(idn, lastLogId)) continue;
       if (idn) lastLogId = idn;
       let text = String(l.text ?? '');
       if (!text.endsWith('\n')) text += '\n';
