@@ -211,12 +211,17 @@ static int nap(struct srv_app *app, int ms)
 /* Connect without blocking past NOTIFY_POLL_MS at a time; NULL on failure. */
 static PGconn *connect_db(struct srv_app *app)
 {
-    const char *const kw[] = {"dbname", "fallback_application_name", NULL};
-    const char *const val[] = {app->cfg->database_url, "trainyard-server-notify", NULL};
-    PGconn *c = PQconnectStartParams(kw, val, 1);
+    struct db_conninfo ci;
+    PGconn *c;
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     int64_t deadline = srv_now_ms() + NOTIFY_CONNECT_TIMEOUT_MS;
 
+    /* The pool's keepalives and session settings (db.h): a listener on a
+     * vanished database host notices in seconds, not hours. */
+    if (db_conninfo_init(&ci, app->cfg->database_url, "trainyard-server-notify") != RC_OK)
+        return NULL;
+    c = PQconnectStartParams(ci.keys, ci.vals, 1);
+    db_conninfo_cleanup(&ci);
     if (c == NULL)
         return NULL;
     if (PQstatus(c) == CONNECTION_BAD)

@@ -60,45 +60,114 @@ struct db {
 #define DB_KEEPALIVE_COUNT "3"
 #define DB_TCP_USER_TIMEOUT_MS "10000"
 
+/*
+ * The session settings, as startup options: PostgreSQL applies them when
+ * the session starts, so every connection has them, and so does every
+ * PQreset() of one (db_acquire), which reconnects with the same options but
+ * runs nothing after. (A SET after connecting was lost at the first
+ * database restart: the server's end back to two hours of dead-peer
+ * detection, and timestamps in the database's own time zone.)
+ *
+ * The server's end probes this client the way the client keys above probe
+ * the server, so that PostgreSQL ends the session of a vanished replica and
+ * frees its locks in seconds. The site's own options (the URL's, else
+ * PGOPTIONS, which an explicit options key would hide) come after them, so
+ * the same settings there win, as the URL's keepalive keys do on the
+ * client's end; the time zone comes last and always holds: iso_ts() reads
+ * "+00" as UTC.
+ */
+#define DB_SERVER_OPTIONS                                                                          \
+    "-c tcp_keepalives_idle=" DB_KEEPALIVE_IDLE_S                                                  \
+    " -c tcp_keepalives_interval=" DB_KEEPALIVE_INTERVAL_S                                         \
+    " -c tcp_keepalives_count=" DB_KEEPALIVE_COUNT " -c tcp_user_timeout=" DB_TCP_USER_TIMEOUT_MS
+#define DB_TIME_ZONE_OPTION "-c TimeZone=UTC"
+
+/* The options the URL (or PGOPTIONS) names; "" when none or url does not
+ * parse (the connection then fails and says why). Owned by the caller. */
+static char *site_options(const char *url)
+{
+    PQconninfoOption *opts = PQconninfoParse(url, NULL);
+    const char *v = NULL;
+    char *copy;
+
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++)
+        if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
+            v = o->val;
+    if (v == NULL || *v == '\0')
+        v = getenv("PGOPTIONS");
+    copy = strdup(v != NULL ? v : "");
+    PQconninfoFree(opts);
+    return copy;
+}
+
+enum rc db_conninfo_init(struct db_conninfo *ci, const char *url, const char *app_name)
+{
+    char *site = site_options(url);
+    size_t n;
+
+    memset(ci, 0, sizeof(*ci));
+    if (site == NULL)
+        return RC_ENOMEM;
+    n = sizeof(DB_SERVER_OPTIONS) + strlen(site) + sizeof(DB_TIME_ZONE_OPTION) + 2;
+    ci->options = malloc(n);
+    if (ci->options == NULL) {
+        free(site);
+        return RC_ENOMEM;
+    }
+    snprintf(ci->options, n, "%s %s%s%s", DB_SERVER_OPTIONS, site, *site ? " " : "",
+             DB_TIME_ZONE_OPTION);
+    free(site);
+    /* The keepalive keys come before dbname, so that the same keys in the
+     * URL (a site's own choice) override them; options after it, since
+     * they carry the URL's own. */
+    {
+        const char *keys[] = {"keepalives",
+                              "keepalives_idle",
+                              "keepalives_interval",
+                              "keepalives_count",
+                              "tcp_user_timeout",
+                              "dbname",
+                              "options",
+                              "application_name",
+                              "connect_timeout",
+                              NULL};
+        const char *vals[] = {"1",
+                              DB_KEEPALIVE_IDLE_S,
+                              DB_KEEPALIVE_INTERVAL_S,
+                              DB_KEEPALIVE_COUNT,
+                              DB_TCP_USER_TIMEOUT_MS,
+                              url,
+                              ci->options,
+                              app_name,
+                              "5",
+                              NULL};
+        _Static_assert(sizeof(keys) <= sizeof(ci->keys), "db_conninfo.keys is too small");
+        _Static_assert(sizeof(vals) == sizeof(keys), "one value per key");
+        memcpy(ci->keys, keys, sizeof(keys));
+        memcpy(ci->vals, vals, sizeof(vals));
+    }
+    return RC_OK;
+}
+
+void db_conninfo_cleanup(struct db_conninfo *ci)
+{
+    free(ci->options);
+    ci->options = NULL;
+}
+
 static PGconn *connect_url(const char *url)
 {
-    /* The keepalive keys come before dbname, so that the same keys in the
-     * URL (a site's own choice) override them. */
-    const char *keys[] = {"keepalives",       "keepalives_idle",  "keepalives_interval",
-                          "keepalives_count", "tcp_user_timeout", "dbname",
-                          "application_name", "connect_timeout",  NULL};
-    const char *vals[] = {"1",
-                          DB_KEEPALIVE_IDLE_S,
-                          DB_KEEPALIVE_INTERVAL_S,
-                          DB_KEEPALIVE_COUNT,
-                          DB_TCP_USER_TIMEOUT_MS,
-                          url,
-                          "trainyard-server",
-                          "5",
-                          NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    struct db_conninfo ci;
+    PGconn *c;
 
+    if (db_conninfo_init(&ci, url, "trainyard-server") != RC_OK)
+        return NULL;
+    c = PQconnectdbParams(ci.keys, ci.vals, 1);
+    db_conninfo_cleanup(&ci);
     if (c != NULL && PQstatus(c) != CONNECTION_OK) {
         LOG_WARN("db", "connect failed", "error=\"%s\"", PQerrorMessage(c));
         PQfinish(c);
         return NULL;
-    }
-    if (c != NULL) {
-        PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'");
-        PQclear(r);
-        /* The server's end of the session probes this client the same way,
-         * so that PostgreSQL ends the session of a vanished replica and
-         * frees its locks in seconds (the client settings above only make
-         * this end give up). Apart from the time zone: one statement list
-         * is one transaction, and a server without one of these settings
-         * must not lose the time zone with it. */
-        r = PQexec(c, "SET tcp_keepalives_idle = " DB_KEEPALIVE_IDLE_S
-                      "; SET tcp_keepalives_interval = " DB_KEEPALIVE_INTERVAL_S
-                      "; SET tcp_keepalives_count = " DB_KEEPALIVE_COUNT
-                      "; SET tcp_user_timeout = " DB_TCP_USER_TIMEOUT_MS);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            LOG_WARN("db", "session settings refused", "error=\"%s\"", PQerrorMessage(c));
-        PQclear(r);
     }
     return c;
 }

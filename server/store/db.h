@@ -58,6 +58,24 @@ struct db;
  */
 enum rc db_open(const char *url, int size, struct db **out) TY_WUR;
 
+/*
+ * The libpq keywords and values every session of the server opens with
+ * (PQconnectdbParams or PQconnectStartParams, expand_dbname 1): url, the
+ * client's keepalives, and as startup options the server's keepalives and
+ * TimeZone=UTC, which a PQreset() keeps. keys and vals end with NULL; they
+ * borrow url and app_name (which must outlive the connect) and ci's own
+ * storage. RC_OK, or RC_ENOMEM (then nothing to clean up). Thread-safe.
+ */
+struct db_conninfo {
+    const char *keys[12];
+    const char *vals[12];
+    char *options; /* owned: the startup options vals points at */
+};
+enum rc db_conninfo_init(struct db_conninfo *ci, const char *url, const char *app_name) TY_WUR;
+
+/* Free what db_conninfo_init() allocated; the keys and vals are then void. */
+void db_conninfo_cleanup(struct db_conninfo *ci);
+
 /* Close every connection and free the pool; NULL is a no-op. */
 void db_free(struct db *db);
 
