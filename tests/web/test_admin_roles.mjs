@@ -99,7 +99,8 @@ test('members see no admin action; admins join a node and approve another admin\
   await page.fill('#j-name', 'gpu-b1');
   await page.click('#admin-join button[type=submit]');
   const cmd = (await page.locator('#join-command').innerText()).trim();
-  assert.match(cmd, /^trainyard-worker --server http:\/\/127\.0\.0\.1:\d+\/? --join-token \S+ --name gpu-b1 --labels site=plant-b$/);
+  // The token rides in the environment, never on the worker's command line.
+  assert.match(cmd, /^TRAINYARD_JOIN_TOKEN=tyj_\S+ trainyard-worker --server http:\/\/127\.0\.0\.1:\d+\/? --name gpu-b1 --labels site=plant-b$/);
   await page.screenshot({ path: path.join(SHOTS, 'admin-roles-join-token.png'), fullPage: true });
   // Pasted into a shell on the "new node" (here: with a work dir and a fake GPU).
   const workDir = path.join(s.varDir, 'worker-b1');
@@ -112,6 +113,25 @@ test('members see no admin action; admins join a node and approve another admin\
     const c = document.querySelector('article.node[data-node="gpu-b1"]');
     return c && c.innerText.includes('plant-b') && c.querySelector('.badge[title="ready"]') ? true : null;
   }), 500);
+  // The join tokens list: the one the command spent is used up; none shows
+  // its text; a spare one is revoked from the page.
+  const spare = await admin.call('POST', '/nodes/join-tokens', { uses: 2 });
+  await open(page, '#/admin');
+  const spareRow = `#admin-join tr[data-key="${spare.id}"]`;
+  await page.waitForSelector(spareRow);
+  assert.match(await page.locator(spareRow).innerText(), /0\/2/);
+  const listed = await page.locator('#admin-join').innerText();
+  assert.ok(!listed.includes(spare.token), 'the list shows no token text');
+  const tokens = (await admin.call('GET', '/nodes/join-tokens')).join_tokens;
+  assert.ok(tokens.some((x) => x.state === 'used_up'), 'the command spent its token');
+  page.once('dialog', (d) => d.accept());
+  await page.click(`${spareRow} button.danger`);
+  await waitFor('the spare token revoked', 15_000, async () =>
+    (await admin.call('GET', '/nodes/join-tokens')).join_tokens.find((x) => x.id === spare.id).state === 'revoked' || null);
+  await page.waitForSelector(`${spareRow}.row-muted`);
+  assert.equal(await page.locator(`${spareRow} button.danger`).count(), 0);
+  await page.screenshot({ path: path.join(SHOTS, 'admin-roles-join-tokens.png'), fullPage: true });
+  await open(page, '#/nodes');
   // The admin drains it from the page and undrains it again.
   page.once('dialog', (d) => d.accept());
   await page.click('article.node[data-node="gpu-b1"] [data-action="drain"]');

@@ -1,6 +1,8 @@
 // admin.js - #/admin (admins): users; teams with their GPU quota and
 // priority weight, and membership; node join tokens, shown once with the
-// worker command to paste; webhooks and their delivery log; sites, the
+// worker command to paste (the token in the worker's environment, never on
+// its command line), listed without their text and revocable, optionally
+// bound to one node name to re-join a reinstalled node; webhooks and their delivery log; sites, the
 // compliance policy and datasets; export approvals, where an admin's own
 // request shows who else must decide it instead of approve and deny buttons
 // (the server refuses a self-approval too).
@@ -127,6 +129,32 @@ export function render(main, ctx) {
   const jTtl = input('j-ttl', 'ttl_s', { type: 'number', min: 1, max: 720, value: 24 });
   const jName = input('j-name', 'name', { class: 'mono', value: 'gpu-node-1', autocomplete: 'off' });
   const jSite = select('j-site', 'labels.site', []);
+  const jBind = h('input', { type: 'checkbox', id: 'j-bind', name: 'j-bind', 'data-field': 'node' });
+  const jMsg = h('div');
+  const JT_TONE = { active: 'ok', used_up: 'muted', expired: 'muted', revoked: 'bad' };
+  const jTable = liveTable({
+    caption: t('admin.join_tokens'), key: (x) => x.id, empty: t('admin.no_join_tokens'),
+    columns: [{ label: t('admin.jt_id'), cls: 'num' }, { label: t('admin.created') }, { label: t('admin.jt_by') }, { label: t('admin.jt_expires') },
+      { label: t('admin.jt_used'), cls: 'num' }, { label: t('admin.jt_node') }, { label: t('admin.status') }, { label: t('admin.actions') }],
+    rowClass: (x) => (x.state === 'active' ? '' : 'row-muted'),
+    cells: (x) => {
+      let act = '—';
+      if (!x.revoked_at) {
+        act = h('button', { type: 'button', class: 'small-btn danger', 'aria-label': t('admin.revoke_jt_named', { id: x.id }) }, t('admin.revoke'));
+        act.addEventListener('click', async () => {
+          if (!window.confirm(t('admin.revoke_jt_confirm', { id: x.id }))) return;
+          try { await del('/nodes/join-tokens/' + encodeURIComponent(x.id)); okBox(jMsg, t('admin.jt_revoked', { id: x.id })); loadJoinTokens(); }
+          catch (e) { showError(jMsg, e); }
+        });
+      }
+      return [String(x.id), h('span', { class: 'nowrap' }, fmtTime(x.created_at)), x.created_by || '—', h('span', { class: 'nowrap' }, fmtTime(x.expires_at)),
+        x.uses == null ? String(x.used ?? '') : `${x.used}/${x.uses}`, x.node ? h('code', null, x.node) : t('admin.jt_any'),
+        badge(JT_TONE[x.state] || 'muted', tOr('admin.jt_state.' + x.state, null, x.state)), act];
+    },
+  });
+  async function loadJoinTokens() {
+    try { const r = await get('/nodes/join-tokens'); jTable.update(r.join_tokens || []); } catch (e) { showError(jMsg, e); }
+  }
   onLists(() => {
     const k = jSite.value;
     replace(jSite, sites.map((s) => h('option', { value: s.name }, s.name)));
@@ -134,16 +162,23 @@ export function render(main, ctx) {
   });
   const jForm = form(async (f) => {
     try {
-      const r = await post('/nodes/join-tokens', { uses: Number(jUses.value), ttl_s: Math.round(Number(jTtl.value) * 3600) });
-      const args = ['trainyard-worker', '--server', location.origin, '--join-token', r.token, '--name', jName.value.trim() || 'gpu-node-1'];
-      if (jSite.value && jSite.value !== 'default') args.push('--labels', 'site=' + jSite.value);
-      const cmd = args.map(shellQuote).join(' ');
+      const name = jName.value.trim() || 'gpu-node-1';
+      const body = { uses: Number(jUses.value), ttl_s: Math.round(Number(jTtl.value) * 3600) };
+      if (jBind.checked) body.node = name;
+      const r = await post('/nodes/join-tokens', body);
+      // The token rides in the worker's environment: a command line is
+      // readable by every local user (/proc/PID/cmdline).
+      const args = ['TRAINYARD_JOIN_TOKEN=' + shellQuote(r.token), 'trainyard-worker', '--server', shellQuote(location.origin), '--name', shellQuote(name)];
+      if (jSite.value && jSite.value !== 'default') args.push('--labels', shellQuote('site=' + jSite.value));
+      const cmd = args.join(' ');
       okBox(jOut, h('div', null, t('admin.token_made', { uses: r.uses, expires: fmtTime(r.expires_at) })),
         h('div', { class: 'small' }, t('admin.token_once')),
         h('pre', { class: 'cmd', id: 'join-command', tabindex: '0', 'aria-label': t('admin.worker_command') }, cmd), copyButton(() => cmd, t('admin.copy_command')));
+      jBind.checked = false;
+      loadJoinTokens();
     } catch (e) { showError(jOut, e, f); }
   }, field(t('admin.uses'), jUses), field(t('admin.ttl_h'), jTtl), field(t('admin.node_name'), jName, t('admin.node_name_help')),
-  field(t('admin.site'), jSite), submitBtn(t('admin.create_token')));
+  field(t('admin.site'), jSite), field(t('admin.jt_bind'), jBind, t('admin.jt_bind_help')), submitBtn(t('admin.create_token')));
 
   // --------------------------------------------------------------- webhooks
   const wOut = h('div', { 'aria-live': 'polite' });
@@ -356,7 +391,7 @@ export function render(main, ctx) {
   const sections = [
     ['users', t('admin.users'), [uForm, uOut, uMsg, uTable.el]],
     ['teams', t('admin.teams'), [h('p', { class: 'muted small' }, t('admin.teams_help')), tForm, tOut, tMsg, tTable.el, h('h3', null, t('admin.membership')), mForm, mOut]],
-    ['join', t('admin.join_token'), [h('p', { class: 'muted small' }, t('admin.join_help')), jForm, jOut]],
+    ['join', t('admin.join_token'), [h('p', { class: 'muted small' }, t('admin.join_help')), jForm, jOut, jMsg, jTable.el]],
     ['webhooks', t('admin.webhooks'), [wForm, wOut, wMsg, hTable.el, deliveries]],
     ['sites', t('admin.sites'), [h('p', { class: 'muted small' }, t('admin.sites_help')), sForm, sOut, sMsg, sTable.el]],
     ['policy', t('admin.policy'), [pForm, pOut]],
@@ -375,7 +410,7 @@ export function render(main, ctx) {
       c.querySelector('h2').setAttribute('tabindex', '-1');
       return c;
     }));
-  Promise.all([loadLists(), loadPolicy(), loadDatasets(), loadHooks(), loadExports()]).then(() => ctx.loaded());
+  Promise.all([loadLists(), loadPolicy(), loadDatasets(), loadHooks(), loadExports(), loadJoinTokens()]).then(() => ctx.loaded());
   ctx.poll(() => Promise.all([loadHooks(), loadExports(), loadDeliveries()]), 5000);
 }
 
