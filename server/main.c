@@ -31,6 +31,7 @@
 #include "routes.h"
 #include "sched_loop.h"
 #include "srv.h"
+#include "streams.h"
 #include "templates.h"
 #include "tls.h"
 #include "waiters.h"
@@ -233,10 +234,16 @@ static enum rc prepare_state(struct srv_app *app)
     app->login_limit = ratelimit_new(cfg->login_max_failures, cfg->login_window_s);
     app->addr_limit = ratelimit_new(cfg->login_max_failures * 5, cfg->login_window_s);
     app->waiters = waiters_new(app);
+    app->streams = streams_new(&(struct streams_limits){
+        .per_user = cfg->stream_max_per_user,
+        .per_addr = cfg->stream_max_per_address,
+        .total_user = cfg->stream_max_total,
+        .per_node = cfg->stream_max_per_node,
+    });
     app->auth_cache = cache_new(4096, sizeof(struct srv_principal));
     app->page_cache = cache_new(1024, 256 * 1024);
     if (app->login_limit == NULL || app->addr_limit == NULL || app->waiters == NULL ||
-        app->auth_cache == NULL || app->page_cache == NULL)
+        app->streams == NULL || app->auth_cache == NULL || app->page_cache == NULL)
         return RC_ENOMEM;
     /* Tags this process's NOTIFY payloads so its listener skips them. */
     return crypto_random_token("", 9, app->replica_id, sizeof(app->replica_id));
@@ -283,6 +290,7 @@ static void stop_all(struct srv_app *app, struct server_threads *t, struct srv_t
     metrics_listener_stop(t->metrics);
     srv_tls_free(tls);
     waiters_free(app->waiters);
+    streams_free(app->streams); /* after http_stop: every request gave its slot back */
     ratelimit_free(app->login_limit);
     cache_free(app->auth_cache);
     cache_free(app->page_cache);

@@ -5,7 +5,8 @@
  *
  * A poll with nothing to hand out parks (srv_suspend, waiters.h) until the
  * node's key is woken (a placement, a cancel, the node registering again)
- * or the wait ends; no thread waits with it.
+ * or the wait ends; no thread waits with it. Such a poll holds one of the
+ * node's stream_max_per_node slots while it lasts (srv_hold).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,10 @@ enum rc api_agent_assignments(struct srv_req *req)
     if (resend != NULL && strcmp(resend, "0") != 0 && strcmp(resend, "1") != 0)
         return srv_fail(req, RC_EINVAL, "resend", "resend must be 0 or 1");
     req->poll_flag = resend != NULL && strcmp(resend, "1") == 0;
+    /* A poll that may park counts against the node's cap (srv_hold) before
+     * it takes anything, so a refused one hands nothing out. */
+    if (wait_s > 0 && (rc = srv_hold(req)) != RC_OK)
+        return rc;
     req->poll_deadline_ms = srv_now_ms() + wait_s * 1000;
     rc = db_node_generation(req->db, req->who.node_id, &req->poll_arg, req->req_id);
     if (rc != RC_OK)

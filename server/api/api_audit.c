@@ -694,6 +694,10 @@ enum rc api_audit_export(struct srv_req *req)
         rc = RC_ENOMEM;
         goto out;
     }
+    /* A stream: counted against the caller's caps (srv_hold) before it is
+     * recorded, so a refused export leaves no record of one. */
+    if ((rc = srv_hold(req)) != RC_OK)
+        goto out;
     /* Recorded before the snapshot, in its own transaction (docs/audit-export.md). */
     rc = audit_append_alone(req, "audit.export", AUDIT_TARGET_NONE, "success", details);
     if (rc != RC_OK || (rc = export_start(req, x, &range)) != RC_OK)

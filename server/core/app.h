@@ -17,6 +17,7 @@ struct db;
 struct ratelimit;
 struct MHD_Daemon;
 struct waiters;
+struct streams;
 struct cache;
 struct audit_key;
 struct tpl_set;
@@ -28,6 +29,7 @@ struct srv_app {
     struct ratelimit *login_limit;     /* per username; owned by main */
     struct ratelimit *addr_limit;      /* per source address (5x looser: NAT); owned by main */
     struct waiters *waiters;           /* long-poll waiters; owned by main */
+    struct streams *streams;           /* long-lived requests per caller (streams.h); main's */
     struct cache *auth_cache;          /* caller identities (cache.h); owned by main */
     struct cache *page_cache;          /* job-list answers (cache.h); owned by main */
     struct MHD_Daemon *daemon;         /* owned by http.c */

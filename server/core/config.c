@@ -90,6 +90,12 @@ static const struct opt opts[] = {
     I(forecast_resolution_ms, 0, 3600000,
       "forecast ends taken together up to multiples of this (cheaper, starts later by at most it); "
       "0 = exact"),
+    I(stream_max_per_user, 1, 4096, "open log follows, exports and parked requests per user"),
+    I(stream_max_per_address, 1, 4096,
+      "open log follows, exports and parked requests of users per source address"),
+    I(stream_max_total, 1, 3072,
+      "open log follows, exports and parked requests of all users together"),
+    I(stream_max_per_node, 1, 64, "parked assignment long-polls per node credential"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -124,6 +130,13 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->gpu_idle_util_pct = 80;
     cfg->gpu_idle_min_s = 3600;
     cfg->metrics_cache_ms = 5000;
+    /* Of the 4096 connections libmicrohttpd takes (http.h), users' streams
+     * hold at most half: the rest stay for nodes' long-polls (counted
+     * apart, per node) and short requests. */
+    cfg->stream_max_per_user = 64;
+    cfg->stream_max_per_address = 256;
+    cfg->stream_max_total = 2048;
+    cfg->stream_max_per_node = 8;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

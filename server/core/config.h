@@ -58,6 +58,10 @@ struct srv_config {
     int metrics_cache_ms;             /* how long /metrics reuses the cluster's state */
     char api_docs_dir[SRV_CFG_STR];   /* the API reference page (docs/api); "" = not served */
     int forecast_resolution_ms; /* simulated ends taken together up to multiples of it; 0 = exact */
+    int stream_max_per_user;    /* open follows, exports and parked requests of one user */
+    int stream_max_per_address; /* ... of every user request from one source address */
+    int stream_max_total;       /* ... of all users together (http.h HTTP_CONNECTION_LIMIT) */
+    int stream_max_per_node;    /* parked long-polls of one node credential */
 };
 
 /* Fill cfg with the defaults. */

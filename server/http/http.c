@@ -31,7 +31,11 @@
 #include "metrics.h"
 #include "router.h"
 #include "static_files.h"
+#include "streams.h"
 #include "waiters.h"
+
+/* Retry-After of a request refused for too many open streams, in seconds. */
+#define HTTP_STREAMS_RETRY_S 5
 
 /* Deepest JSON nesting accepted; real specs need 3 or 4 levels. */
 #define HTTP_MAX_JSON_DEPTH 32
@@ -174,6 +178,11 @@ static enum MHD_Result send_buffer(struct srv_req *req, int status, const char *
     MHD_add_response_header(r, "Cache-Control", "no-store");
     if (req->set_cookie != NULL)
         MHD_add_response_header(r, "Set-Cookie", req->set_cookie);
+    if (req->retry_after_s > 0) {
+        char secs[16];
+        snprintf(secs, sizeof(secs), "%d", req->retry_after_s);
+        MHD_add_response_header(r, "Retry-After", secs);
+    }
     req->status = status;
     ret = MHD_queue_response(req->conn, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -266,13 +275,40 @@ static enum MHD_Result send_stream(struct srv_req *req)
     return ret;
 }
 
+enum rc srv_hold(struct srv_req *req)
+{
+    int node = req->who.node_id != 0, limit = 0;
+    enum rc rc;
+
+    rc = streams_take(req->app->streams, node ? STREAMS_NODE : STREAMS_USER,
+                      node ? req->who.node_id : req->who.user_id, req->client_addr,
+                      &req->stream_slot, &limit);
+    if (rc == RC_ENOMEM)
+        return srv_fail(req, rc, "", "out of memory");
+    if (rc != RC_ERATE)
+        return rc;
+    LOG_WARN("http", "too many open streams",
+             "req_id=%s client=%s user_id=%lld node_id=%lld limit=%d", req->req_id,
+             req->client_addr, (long long)req->who.user_id, (long long)req->who.node_id, limit);
+    srv_fail(req, RC_ERATE, "", "too many open streams: at most %d at once; close one and retry",
+             limit);
+    err_code(&req->err, "too_many_streams");
+    req->retry_after_s = HTTP_STREAMS_RETRY_S;
+    return srv_fail_params(req, RC_ERATE, json_pack("{s:i}", "limit", limit));
+}
+
 enum rc srv_reply_stream(struct srv_req *req, const char *ctype,
                          long (*fn)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,
                          void (*free_fn)(void *cls))
 {
-    req->stream_fn = fn;
+    enum rc rc;
+
+    /* cls is the request's from here, freed when it ends, refused or not. */
     req->stream_cls = cls;
     req->stream_free = free_fn;
+    if ((rc = srv_hold(req)) != RC_OK)
+        return rc;
+    req->stream_fn = fn;
     req->resp_ctype = ctype;
     return RC_OK;
 }
@@ -586,11 +622,20 @@ void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
 {
     /* The connection goes back first: the resume may run on another thread
      * before this one returns. */
+    enum rc rc = srv_hold(req);
+
     release_db(req);
     req->suspended = 1;
     req->resume_fn = resume_fn;
     req->poll_deadline_ms = deadline_ms;
     MHD_suspend_connection(req->conn);
+    if (rc != RC_OK) {
+        /* Refused a slot (req->err filled): answer that at once, as
+         * waiters_add() does when it cannot park. */
+        req->resume_rc = rc;
+        http_resume(req);
+        return;
+    }
     waiters_add(req->app->waiters, req, key);
 }
 
@@ -676,6 +721,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                  (long long)(srv_mono_us() - req->start_us), req->client_addr,
                  toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
     release_db(req);
+    /* However the request ended (answered, refused, resumed, or the client
+     * gone while parked): its slot goes back exactly once. */
+    streams_give(app->streams, &req->stream_slot);
     if (req->poll_state_free != NULL)
         req->poll_state_free(req->poll_state);
     if (req->stream_free != NULL)
@@ -742,7 +790,7 @@ enum rc http_start(struct srv_app *app)
             app->tls->key_pem, MHD_OPTION_HTTPS_PRIORITIES, SRV_TLS_PRIORITIES,
             MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg->http_threads,
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+            (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
             MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
     } else {
         /* Passwords, session cookies and tokens would cross the network in
@@ -758,7 +806,7 @@ enum rc http_start(struct srv_app *app)
             flags, (uint16_t)port, NULL, NULL, on_request, app, MHD_OPTION_SOCK_ADDR, sa,
             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)app->cfg->http_threads,
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, app, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+            (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
             MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
     }
     if (app->daemon == NULL) {

@@ -14,6 +14,11 @@
 #include "err.h"
 #include "srv.h"
 
+/* Connections libmicrohttpd holds at once. Users' long-lived requests are
+ * capped below it (stream_max_total, streams.h), so that nodes' long-polls
+ * and short requests always find room. */
+#define HTTP_CONNECTION_LIMIT 4096
+
 /* Start listening on app->cfg->listen. Sets app->daemon. */
 enum rc http_start(struct srv_app *app) TY_WUR;
 

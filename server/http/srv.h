@@ -21,6 +21,7 @@
 
 #include "clock.h" /* srv_now_ms, srv_mono_us */
 #include "err.h"
+#include "streams.h"
 
 struct srv_app;
 struct MHD_Connection;
@@ -90,6 +91,9 @@ struct srv_req {
     int resp_fd;            /* owned while resp_fd_set */
     uint64_t resp_fd_size;  /* bytes to send */
     char resp_filename[96]; /* Content-Disposition file name, sanitized */
+    /* A long-lived request's count against its caller's caps (srv_hold). */
+    struct streams_slot stream_slot; /* given back when the request ends */
+    int retry_after_s;               /* > 0: a Retry-After header on the answer */
 };
 
 /* A route handler. Returns RC_OK after setting status/resp, or an error rc
@@ -121,12 +125,23 @@ enum rc srv_fail(struct srv_req *req, enum rc rc, const char *field, const char 
     TY_PRINTF(4, 5);
 
 /*
+ * Count req as a long-lived request of its caller (a node credential, else
+ * the signed-in user and the source address; streams.h) until it ends,
+ * however it ends. Idempotent. srv_suspend() and srv_reply_stream() call it;
+ * a handler calls it first to refuse before it changes anything.
+ * RC_ERATE (429 too_many_streams, params {limit}, Retry-After) when the
+ * caller holds its cap already, RC_ENOMEM; req->err filled.
+ */
+enum rc srv_hold(struct srv_req *req) TY_WUR;
+
+/*
  * Park a long-poll: release the database connection, suspend the connection
  * and register it under key in the waiters (waiters.h). The handler then
  * returns RC_OK without a reply; resume_fn is called on a pool thread when
  * waiters_notify(key) runs or deadline_ms (monotonic) passes, and answers
- * (or parks again). When the wait cannot be parked (out of memory) the
- * request is resumed at once and answers 500 without calling resume_fn.
+ * (or parks again). When the wait cannot be parked (out of memory, or
+ * srv_hold() refuses) the request is resumed at once and answers that
+ * error without calling resume_fn.
  * Call only from a handler.
  */
 void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
@@ -138,8 +153,9 @@ void srv_suspend(struct srv_req *req, int64_t key, int64_t deadline_ms,
  * bytes written to buf, 0 after parking itself with srv_stream_wait(), -1
  * to end the stream, or -2 to abort it (the connection is cut, so the client
  * cannot take a partial body for a whole one). cls is freed with free_fn
- * when the request ends, whether the client read it all or went away. Set
- * req->resp_filename first to send it as an attachment of that name.
+ * when the request ends, whether the client read it all or went away, also
+ * when this returns an error. Set req->resp_filename first to send it as an
+ * attachment of that name. RC_OK, or srv_hold()'s refusal.
  */
 enum rc srv_reply_stream(struct srv_req *req, const char *ctype,
                          long (*fn)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,

@@ -1,7 +1,8 @@
 /*
  * test_srv_oom.c - fail the Nth allocation, for every N, on the server's
  * request paths that need no database (CONVENTIONS.md "Tests"): parking a
- * long-poll or a stream (waiters.c through srv_suspend/srv_stream_wait),
+ * long-poll or a stream (waiters.c through srv_suspend/srv_stream_wait, and
+ * the count of its caller's long-lived requests, streams.c),
  * parsing a request body and encoding an answer (jx.h, as http.c does),
  * job-spec validation and normalization (POST /api/v1/jobs), rendering a
  * webhook from its stored payload, and the identity cache and rate limiter
@@ -45,6 +46,7 @@
 #include "router.h"
 #include "routes.h"
 #include "srv.h"
+#include "streams.h"
 #include "waiters.h"
 #include "webhooks.h"
 
@@ -141,14 +143,17 @@ static void req_init(struct srv_req *req, struct srv_app *app, struct MHD_Connec
 }
 
 /* Park a long-poll (key 7) and a stream (key -7) with every allocation
- * failing in turn. A wait that cannot be parked is resumed at once with
- * RC_ENOMEM; one that was parked is resumed only by its notification. */
+ * failing in turn. A wait that cannot be parked (or counted: the poll's
+ * address is new to streams.c) is resumed at once with RC_ENOMEM; one that
+ * was parked is resumed only by its notification. */
 static void test_waiters_every_allocation(void **state)
 {
     static char conn_a, conn_b; /* stand-ins: only their addresses are used */
     struct MHD_Connection *ca = (struct MHD_Connection *)(void *)&conn_a;
     struct MHD_Connection *cb = (struct MHD_Connection *)(void *)&conn_b;
     int64_t far = srv_now_ms() + 3600 * 1000;
+    const struct streams_limits lim = {
+        .per_user = 4, .per_addr = 4, .total_user = 4, .per_node = 4};
     long n;
 
     (void)state;
@@ -160,16 +165,20 @@ static void test_waiters_every_allocation(void **state)
 
         memset(&app, 0, sizeof(app));
         nsuspend = nresume = 0;
+        app.streams = streams_new(&lim);
+        assert_non_null(app.streams);
         arm(n);
         w = waiters_new(&app);
         if (w == NULL) {
             assert_true(failed);
             arm(-1);
+            streams_free(app.streams);
             continue;
         }
         app.waiters = w;
         req_init(&poll, &app, ca);
         req_init(&stream, &app, cb);
+        snprintf(poll.client_addr, sizeof(poll.client_addr), "10.0.0.7");
 
         srv_suspend(&poll, 7, far, never_resumed);
         hit_poll = failed;
@@ -205,10 +214,16 @@ static void test_waiters_every_allocation(void **state)
         assert_int_equal(nresume, (hit_poll ? 0 : 1) + (hit_stream ? 0 : 1));
         waiters_stop(w);
         waiters_free(w);
+        /* The poll holds a slot when it was counted, parked or not. */
+        assert_int_equal(streams_count(app.streams, STREAMS_USER, 0, "10.0.0.7"),
+                         poll.stream_slot.held);
+        streams_give(app.streams, &poll.stream_slot);
+        assert_int_equal(streams_count(app.streams, STREAMS_USER, 0, "10.0.0.7"), 0);
+        streams_free(app.streams);
         if (!hit_poll && !hit_stream)
             break;
     }
-    assert_int_equal(n, 4); /* waiters_new, then one entry per wait */
+    assert_int_equal(n, 5); /* waiters_new, the poll's count, then one entry per wait */
 }
 
 /* ------------------------------------------------------------------ */
