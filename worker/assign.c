@@ -676,11 +676,33 @@ static int is_python(const char *argv0)
     return strncmp(b, "python", 6) == 0 && strspn(b + 6, "0123456789.") == strlen(b + 6);
 }
 
+/*
+ * torchrun with flags that parse on every Python: Debian 12's torchrun
+ * (PyTorch 1.13 on Python 3.11) dies at start on its own defaults
+ * ("--redirects 0 --tee 0"): Std.from_str() looks a value up by iterating
+ * the IntFlag Std, which on Python 3.11 yields only OUT (1) and ERR (2), so
+ * "0" and "3" turn into None (pytorch/pytorch#92319). "1" works everywhere.
+ * --tee=1 writes each rank's stdout under --log_dir and copies its lines to
+ * torchrun's stdout behind "[trainyard<local rank>]:", which the launcher
+ * strips to ship the line as that rank's (WRK_TORCHRUN_ROLE); stderr
+ * cannot be teed as well (that takes "3"), so each rank runs under
+ * "sh -c 'exec \"$@\" 2>&1'" and its stderr reaches the same file. That
+ * needs --no_python: the command runs as given, its python included, as
+ * under the native launcher.
+ *
+ * torchrun runs with PYTHONUNBUFFERED=1, or its copies would wait in its
+ * stdout buffer; the wrapper unsets it again unless the job's env sets it.
+ * An unbuffered rank's print() writes the text and the newline apart, and
+ * torchrun, reading the file between them, would copy half a line behind
+ * a header and its end behind another; buffered, as under the native
+ * launcher, a flushed line is one write.
+ */
 static void torchrun_argv(struct strv *s, const struct wrk_assignment *a,
-                          const struct wrk_plan_opts *o)
+                          const struct wrk_plan_opts *o, int job_unbuffered)
 {
     char buf[320];
-    size_t first = 0;
+    size_t n = strlen(a->work_dir) + sizeof("--log_dir=/" WRK_TORCHRUN_LOG_DIR);
+    char *log_dir = malloc(n);
 
     strv_push(s, o->torchrun ? o->torchrun : "torchrun");
     snprintf(buf, sizeof(buf), "--nnodes=%d", a->nnodes);
@@ -693,12 +715,20 @@ static void torchrun_argv(struct strv *s, const struct wrk_assignment *a,
     strv_push(s, buf);
     snprintf(buf, sizeof(buf), "--master_port=%d", a->master_port);
     strv_push(s, buf);
-    /* torchrun starts "python script" itself; anything else runs as is. */
-    if (is_python(a->command[0]))
-        first = 1;
-    else
-        strv_push(s, "--no_python");
-    for (size_t i = first; i < a->ncommand; i++)
+    strv_push(s, "--role=" WRK_TORCHRUN_ROLE);
+    strv_push(s, "--redirects=1");
+    strv_push(s, "--tee=1");
+    /* In the job's work_dir, not torchrun's default under /tmp: the copies
+     * of the ranks' output stay where the job's files are allowed to be. */
+    if (log_dir != NULL)
+        snprintf(log_dir, n, "--log_dir=%s/" WRK_TORCHRUN_LOG_DIR, a->work_dir);
+    strv_push_owned(s, log_dir); /* NULL: out of memory, noted */
+    strv_push(s, "--no_python");
+    strv_push(s, "/bin/sh");
+    strv_push(s, "-c");
+    strv_push(s, job_unbuffered ? "exec \"$@\" 2>&1" : "unset PYTHONUNBUFFERED; exec \"$@\" 2>&1");
+    strv_push(s, "sh");
+    for (size_t i = 0; i < a->ncommand; i++)
         strv_push(s, a->command[i]);
 }
 
@@ -753,6 +783,11 @@ enum rc wrk_plan_build(const struct wrk_assignment *a, const struct wrk_plan_opt
     p->nreport = a->nranks;
     for (size_t i = 0; i < a->nranks; i++)
         p->report_ranks[i] = a->ranks[i].rank;
+    /* torchrun: in local rank order, so its "[trainyard<local rank>]:" names
+     * an index (local ranks are 0..local_world_size-1, each once, checked). */
+    if (a->launcher == WRK_LAUNCH_TORCHRUN && a->nranks == (size_t)a->local_world_size)
+        for (size_t i = 0; i < a->nranks; i++)
+            p->report_ranks[a->ranks[i].local_rank] = a->ranks[i].rank;
     plan_gpus(p, a);
     for (size_t i = 0; i < nprocs; i++) {
         struct strv argv = {0}, env = {0};
@@ -760,11 +795,15 @@ enum rc wrk_plan_build(const struct wrk_assignment *a, const struct wrk_plan_opt
         env_common(&env, a, o);
         if (a->launcher == WRK_LAUNCH_TORCHRUN) {
             char gpus[WRK_MAX_GPUS * 4];
+            int job_unbuffered = job_sets(a, "PYTHONUNBUFFERED");
             gpu_list(p->gpus, p->ngpus, gpus, sizeof(gpus));
             env_set(&env, "CUDA_VISIBLE_DEVICES", gpus);
-            torchrun_argv(&argv, a, o);
-            ps->rank = a->ranks[0].rank;
+            if (!job_unbuffered)
+                env_set(&env, "PYTHONUNBUFFERED", "1"); /* for torchrun (torchrun_argv) */
+            torchrun_argv(&argv, a, o, job_unbuffered);
+            ps->rank = p->report_ranks[0];
             ps->local_rank = 0;
+            ps->torchrun_tee = 1;
         } else {
             env_rank(&env, a, &a->ranks[i], o);
             for (size_t j = 0; j < a->ncommand; j++)

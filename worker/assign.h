@@ -105,17 +105,23 @@ struct wrk_plan_opts {
     const char *torchrun; /* torchrun executable, default "torchrun" */
 };
 
+/* torchrun's --role: its copies of the ranks' lines begin "[trainyard<local rank>]:". */
+#define WRK_TORCHRUN_ROLE "trainyard"
+/* torchrun's --log_dir, in the attempt's work_dir (torchrun adds a fresh dir per run). */
+#define WRK_TORCHRUN_LOG_DIR "torchrun_logs"
+
 struct wrk_proc_spec {
-    int rank; /* rank reported for its output; torchrun: the node's first rank */
+    int rank; /* rank reported for its output; torchrun: local rank 0's, for its own lines */
     int local_rank;
-    char **argv; /* owned, NULL-terminated */
-    char **envp; /* owned, NULL-terminated "K=V" */
+    int torchrun_tee; /* torchrun: a line behind "[trainyard<N>]:" is report_ranks[N]'s */
+    char **argv;      /* owned, NULL-terminated */
+    char **envp;      /* owned, NULL-terminated "K=V" */
 };
 
 struct wrk_plan {
     struct wrk_proc_spec *procs; /* owned; one per rank, or one torchrun per node */
     size_t nprocs;
-    int *report_ranks; /* owned: the ranks named in the exit report */
+    int *report_ranks; /* owned: the ranks named in the exit report; torchrun: by local rank */
     size_t nreport;
     int *gpus; /* owned: every GPU index this node's ranks use */
     size_t ngpus;

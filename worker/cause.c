@@ -38,7 +38,7 @@ static int ends_with(const char *s, const char *suffix)
     return n > k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* python, python3, python3.11: the names assign.c's torchrun mode drops too. */
+/* python, python3, python3.11 */
 static int is_python(const char *name)
 {
     return strncmp(name, "python", 6) == 0 && strspn(name + 6, "0123456789.") == strlen(name + 6);

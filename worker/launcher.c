@@ -17,6 +17,7 @@
  */
 #include "launcher.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -54,6 +55,7 @@ struct lproc {
     int fd[2];             /* stdout, stderr read ends; -1 when closed (I/O thread) */
     struct linebuf *lb[2]; /* I/O thread */
     uint64_t seq[2];       /* I/O thread */
+    int tee;               /* torchrun: lines may carry a rank's header (plan's torchrun_tee) */
     int done;              /* under mu */
     int exit_code;         /* under mu */
     int signal;            /* under mu */
@@ -70,6 +72,7 @@ struct lattempt {
     struct lproc procs[WRK_MAX_RANKS];
     size_t nreport;
     int report_ranks[WRK_MAX_RANKS];
+    uint64_t tee_seq[WRK_MAX_RANKS][2]; /* I/O thread: per report rank, of a torchrun process */
     size_t ngpus;
     int gpus[WRK_MAX_GPUS];
     int64_t deadline_ms; /* monotonic; 0 = no time limit */
@@ -178,11 +181,44 @@ static struct lattempt *attempt_alloc(void)
 
 /* ---- output ---- */
 
+/*
+ * The length of torchrun's header "[trainyard<N>]:" at the start of text,
+ * with *idx = N, when N names a rank of a (report_ranks are in local rank
+ * order then); else 0: torchrun's own line, or a piece of a cut line.
+ */
+static size_t tee_header(const struct lattempt *a, const char *text, size_t len, size_t *idx)
+{
+    static const char pre[] = "[" WRK_TORCHRUN_ROLE;
+    size_t i = sizeof(pre) - 1, n = 0;
+
+    if (len < i || memcmp(text, pre, i) != 0 || i >= len || !isdigit((unsigned char)text[i]))
+        return 0;
+    for (; i < len && isdigit((unsigned char)text[i]) && n < WRK_MAX_RANKS; i++)
+        n = n * 10 + (size_t)(text[i] - '0');
+    if (i + 1 >= len || text[i] != ']' || text[i + 1] != ':' || n >= a->nreport)
+        return 0;
+    *idx = n;
+    return i + 2;
+}
+
 static void emit(struct wrk_launcher *l, struct lattempt *a, struct lproc *p, int s,
                  const char *text, size_t len)
 {
+    int rank = p->rank;
+    uint64_t *seq = &p->seq[s];
+
+    /* torchrun: a rank's line goes out as that rank's, without the header;
+     * torchrun's own lines as local rank 0's (report_ranks[0], p->rank). One
+     * seq per (rank, stream), as the protocol wants, whichever line it was. */
+    if (p->tee && a->nreport > 0) {
+        size_t idx = 0, skip = tee_header(a, text, len, &idx);
+        text += skip;
+        len -= skip;
+        rank = a->report_ranks[idx];
+        seq = &a->tee_seq[idx][s];
+    }
     if (l->cb.on_line != NULL)
-        l->cb.on_line(l->cb.ctx, a->attempt_id, p->rank, s == 0 ? "stdout" : "stderr", p->seq[s]++,
+        l->cb.on_line(l->cb.ctx, a->attempt_id, rank, s == 0 ? "stdout" : "stderr", (*seq)++,
                       wall_ms(), text, len);
 }
 
@@ -577,6 +613,7 @@ static enum rc spawn_one(const struct wrk_proc_spec *ps, const char *cwd, struct
     }
     p->pgid = p->pid;
     p->rank = ps->rank;
+    p->tee = ps->torchrun_tee;
     if (wrk_proc_starttime(p->pid, &p->starttime) != RC_OK)
         p->starttime = 0;
     p->fd[0] = outp[0];

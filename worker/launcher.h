@@ -5,10 +5,12 @@
  * (POSIX_SPAWN_SETPGROUP), cwd = the attempt's work_dir, stdin /dev/null,
  * stdout/stderr on non-blocking pipes. One I/O thread, started by
  * wrk_launcher_new(), owns every pipe: it poll()s them, splits lines and hands
- * them to cb->on_line; it also reaps children (waitpid WNOHANG every
- * iteration, at most 100 ms apart), watches re-adopted processes through
- * /proc, enforces time limits and the SIGTERM -> grace -> SIGKILL sequence,
- * and finally calls cb->on_exit once per attempt after its last line.
+ * them to cb->on_line (a torchrun process's lines under the rank that their
+ * "[trainyard<local rank>]:" header names, header stripped: assign.c); it
+ * also reaps children (waitpid WNOHANG every iteration, at most 100 ms
+ * apart), watches re-adopted processes through /proc, enforces time limits
+ * and the SIGTERM -> grace -> SIGKILL sequence, and finally calls
+ * cb->on_exit once per attempt after its last line.
  * When one rank fails, the other ranks of the node get SIGTERM.
  *
  * Threads and locks: the launcher's mutex guards the attempt list and process

@@ -167,9 +167,33 @@ static void test_torchrun(void **state)
     assert_string_equal(v[3], "--nproc_per_node=2");
     assert_string_equal(v[4], "--master_addr=10.0.0.7");
     assert_string_equal(v[5], "--master_port=29500");
-    assert_string_equal(v[6], "examples/ddp_mlp.py"); /* torchrun runs python itself */
-    assert_string_equal(v[8], "200");
-    assert_null(v[9]);
+    /* Flags whose values parse on Python 3.11 too; torchrun's defaults do not. */
+    assert_string_equal(v[6], "--role=trainyard");
+    assert_string_equal(v[7], "--redirects=1");
+    assert_string_equal(v[8], "--tee=1");
+    assert_string_equal(v[9], "--log_dir=/srv/trainyard/jobs/7/torchrun_logs");
+    /* The command as given, its stderr into its stdout (the one stream teed). */
+    assert_string_equal(v[10], "--no_python");
+    assert_string_equal(v[11], "/bin/sh");
+    assert_string_equal(v[12], "-c");
+    assert_string_equal(v[13], "unset PYTHONUNBUFFERED; exec \"$@\" 2>&1");
+    assert_string_equal(v[14], "sh");
+    assert_string_equal(v[15], "/usr/bin/python3");
+    assert_string_equal(v[16], "examples/ddp_mlp.py");
+    assert_string_equal(v[18], "200");
+    assert_null(v[19]);
+    assert_string_equal(env_get(p->procs[0].envp, "PYTHONUNBUFFERED"), "1");
+    assert_int_equal(p->procs[0].torchrun_tee, 1);
+    assert_int_equal(p->report_ranks[0], 2); /* by local rank: "[trainyard1]:" is rank 3 */
+    assert_int_equal(p->report_ranks[1], 3);
+    assert_int_equal(p->procs[0].rank, 2);
+    wrk_plan_free(p);
+    wrk_assignment_free(a);
+    /* The job's own choice reaches torchrun and its ranks. */
+    a = parse_ok("torchrun", ",\"env\":{\"PYTHONUNBUFFERED\":\"\"}");
+    assert_int_equal(wrk_plan_build(a, &OPTS, &p, NULL), RC_OK);
+    assert_string_equal(p->procs[0].argv[13], "exec \"$@\" 2>&1");
+    assert_string_equal(env_get(p->procs[0].envp, "PYTHONUNBUFFERED"), "");
     assert_null(env_get(p->procs[0].envp, "RANK"));
     assert_string_equal(env_get(p->procs[0].envp, "CUDA_VISIBLE_DEVICES"), "0,1,2");
     assert_string_equal(env_get(p->procs[0].envp, "TRAINYARD_JOB_ID"), "7");

@@ -207,6 +207,54 @@ static void test_output_and_exit(void **state)
     assert_false(wrk_launcher_gpu_busy(l, 0));
 }
 
+/* The seq of the line text of rank on stdout or stderr; fails when there is none. */
+static uint64_t seq_of(const char *text, int rank, int is_err)
+{
+    int i = find_line(text, rank, is_err);
+    assert_true(i >= 0);
+    return R.seq[i];
+}
+
+/* One torchrun process for ranks 4..6 of a node: its copies of the ranks'
+ * lines ("[trainyard<local rank>]:") go out as theirs, header stripped, each
+ * (rank, stream) with its own seq; anything else is local rank 0's. */
+static void test_torchrun_tee(void **state)
+{
+    struct wrk_launcher *l = *state;
+    static const char *const s[] = {
+        "echo '[trainyard1]:one'; echo torchrun says; echo '[trainyard0]:zero';"
+        " echo '[trainyard2]:TRAINYARD_METRIC {\"step\":1}'; echo '[trainyard1]:again';"
+        " echo '[trainyard3]:no such rank'; echo '[trainyard1]x'; echo '[trainyard1]:err' >&2"};
+    struct wrk_plan *p = sh_plan(1, s);
+    struct wrk_launch_req req = {"t1", "7", 1, "/tmp", p, 0, 5, NULL};
+    struct err e;
+
+    free(p->report_ranks);
+    p->report_ranks = calloc(3, sizeof(int));
+    p->report_ranks[0] = 4;
+    p->report_ranks[1] = 5;
+    p->report_ranks[2] = 6;
+    p->nreport = 3;
+    p->procs[0].rank = 4;
+    p->procs[0].torchrun_tee = 1;
+    err_init(&e);
+    assert_int_equal(wrk_launcher_start(l, &req, &e), RC_OK);
+    wrk_plan_free(p);
+    assert_true(wait_exit(1, 5000));
+    assert_int_equal(R.nlines, 8);
+    assert_int_equal(seq_of("one\n", 5, 0), 0);
+    assert_int_equal(seq_of("again\n", 5, 0), 1);
+    assert_int_equal(seq_of("torchrun says\n", 4, 0), 0);
+    assert_int_equal(seq_of("zero\n", 4, 0), 1);
+    assert_int_equal(seq_of("TRAINYARD_METRIC {\"step\":1}\n", 6, 0), 0);
+    assert_int_equal(seq_of("[trainyard3]:no such rank\n", 4, 0), 2);
+    assert_int_equal(seq_of("[trainyard1]x\n", 4, 0), 3);
+    assert_int_equal(seq_of("err\n", 5, 1), 0);
+    assert_int_equal(R.exit.nranks, 3);
+    assert_int_equal(R.exit.ranks[2].rank, 6);
+    assert_int_equal(R.exit.ranks[2].exit_code, 0);
+}
+
 static void test_failure_stops_others(void **state)
 {
     struct wrk_launcher *l = *state;
@@ -409,6 +457,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_output_and_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torchrun_tee, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_stops_others, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_kills_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_mem_peak, setup, teardown),
