@@ -3,8 +3,9 @@ node, and never on a worker's command line.
 
 - GET /nodes/join-tokens lists every token (who made it, when it expires,
   uses, the bound node name, its state) and never its text or hash
-- DELETE /nodes/join-tokens/{id} revokes a token (audited); a revoked token
-  joins nobody (401), a second revoke is a 409, an unknown id a 404
+- DELETE /nodes/join-tokens/{id} revokes a token (audited); a revoked or
+  expired token joins nobody (401), a second revoke is a 409, an unknown id
+  a 404
 - a join under the name of a node that exists with another token is a 409
   node_name_taken, audited as denied: the node keeps its credential and no
   use of the token is spent
@@ -112,6 +113,13 @@ class JoinTokensTest(ServerTest):
         st, err, _ = self.admin.request("DELETE", PATH + "/abc")
         self.assertEqual((st, err["error"]["message"]), (404, "no such join token"), err)
         self.assertEqual(len(self.audit("node.join_token.revoke", "join_token:" + jt["id"])), 1)
+        # an expired token joins nobody either
+        old = self.token(uses=2)
+        self.db.sql("UPDATE join_tokens SET expires_at = now() - interval '1 second' "
+                    "WHERE id = %s" % old["id"])
+        self.assertEqual(self.listed(old["id"])["state"], "expired")
+        st, err, _ = self.join(old["token"], "expired-1")
+        self.assertEqual((st, err["error"]["field"]), (401, "join_token"), err)
 
     def test_second_join_under_existing_name_is_refused(self):
         joined, node = self.joined_node("victim-1")
