@@ -20,6 +20,7 @@ node, and never on a worker's command line.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,11 @@ def register(node):
 
 
 class JoinTokensTest(ServerTest):
+    def tmpdir(self):
+        d = tempfile.mkdtemp(prefix="ty-jt-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
     def token(self, **body):
         st, jt, _ = self.admin.post(PATH, body or {"uses": 1})
         self.assertEqual(st, 201, jt)
@@ -178,7 +184,7 @@ class JoinTokensTest(ServerTest):
     def cli(self, *args, token):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINYARD_", "LC_"))}
         env.update(LANG="C.UTF-8", TRAINYARD_URL=self.server.url, TRAINYARD_TOKEN=token,
-                   HOME=tempfile.mkdtemp(prefix="ty-jt-home-"))
+                   HOME=self.tmpdir())
         return subprocess.run([harness.CLI_BIN, "nodes", "join-tokens"] + list(args),
                               capture_output=True, text=True, env=env, timeout=60)
 
@@ -217,7 +223,7 @@ class JoinTokensTest(ServerTest):
         self.assertEqual(r.returncode, 3, r.stderr)
 
     def run_worker(self, *args, env=None):
-        work = tempfile.mkdtemp(prefix="ty-jt-worker-")
+        work = self.tmpdir()
         return subprocess.run([harness.WORKER_BIN, "--server", self.server.url, "--work-dir",
                                work, "--fake-gpus", "1", "--name", "refused-node"] + list(args),
                               capture_output=True, text=True, timeout=60,
@@ -225,8 +231,7 @@ class JoinTokensTest(ServerTest):
 
     def test_token_file_open_to_others_is_refused(self):
         jt = self.token()
-        d = tempfile.mkdtemp(prefix="ty-jt-")
-        path = os.path.join(d, "join-token")
+        path = os.path.join(self.tmpdir(), "join-token")
         with open(path, "w") as f:
             f.write(jt["token"] + "\n")
         for mode in (0o644, 0o640):
