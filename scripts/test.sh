@@ -12,7 +12,6 @@ build=${TRAINYARD_TEST_BUILD:-build}
 step_init test "$build/log"
 
 step --live deps scripts/deps.sh test
-step layers tests/layers.sh
 step configure env CC="${CC:-clang}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON -DWERROR=ON
 step --live build cmake --build "$build" -j"$(nproc)"
 # The dashboard's third-party code (ECharts; web/vendor/, served at /vendor/)
