@@ -29,32 +29,44 @@ for l in "${layers[@]}"; do
     header_layer[$name]=$l
   done
 done
+# One pass over every include line of every file: awk gets the layers'
+# order and where each header lives, and prints the offending lines.
+files=$(find "$srv" -name '*.[ch]' | sort)
+checked=$(wc -l <<<"$files")
+map=$(for h in "${!header_layer[@]}"; do echo "$h ${header_layer[$h]}"; done)
+# shellcheck disable=SC2086 # the file list splits on newlines only
+out=$(IFS=$'\n'; grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' $files |
+  awk -v root="$root/" -v srv="$srv" -v order="${layers[*]}" -v map="$map" '
+    BEGIN {
+      n = split(order, o, " ")
+      for (i = 1; i <= n; i++) rank[o[i]] = i
+      rank["server"] = n + 1
+      m = split(map, lines, "\n")
+      for (i = 1; i <= m; i++) { split(lines[i], kv, " "); where[kv[1]] = kv[2] }
+    }
+    {
+      file = $0; sub(/:.*/, "", file)
+      rest = substr($0, length(file) + 2)
+      line = rest; sub(/:.*/, "", line)
+      text = substr(rest, length(line) + 2)
+      inc = text; sub(/^[^"]*"/, "", inc); sub(/".*/, "", inc)
+      dir = file; sub(/\/[^\/]*$/, "", dir)
+      own = (dir == srv) ? "server" : dir
+      sub(/.*\//, "", own)
+      rel = (index(file, root) == 1) ? substr(file, length(root) + 1) : file
+      if (inc ~ /\//) {
+        printf "%s:%s: %s  (include by plain name; the build sets the layers\047 folders)\n", rel, line, text
+        next
+      }
+      if (!(inc in where)) next # common/, a pure library, a generated file or a system header
+      if (rank[where[inc]] > rank[own])
+        printf "%s:%s: %s  (server/%s may not use server/%s)\n", rel, line, text, own, where[inc]
+    }')
 bad=0
-checked=0
-while IFS= read -r file; do
-  dir=${file%/*}
-  own=${dir##*/}
-  [ "$dir" = "$srv" ] && own=server
-  own_rank=$(rank_of "$own")
-  checked=$((checked + 1))
-  while IFS=: read -r line text; do
-    inc=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' <<<"$text")
-    [ -n "$inc" ] || continue
-    case $inc in
-    */*)
-      echo "${file#"$root"/}:$line: $text  (include by plain name; the build sets the layers' folders)"
-      bad=1
-      continue
-      ;;
-    esac
-    l=${header_layer[$inc]:-}
-    [ -n "$l" ] || continue # common/, a pure library, a generated file or a system header
-    if [ "$(rank_of "$l")" -gt "$own_rank" ]; then
-      echo "${file#"$root"/}:$line: $text  (server/$own may not use server/$l)"
-      bad=1
-    fi
-  done < <(grep -n '^[[:space:]]*#[[:space:]]*include' "$file")
-done < <(find "$srv" -name '*.[ch]' | sort)
+if [ -n "$out" ]; then
+  echo "$out"
+  bad=1
+fi
 if [ $bad -ne 0 ]; then
   echo "layers: includes point up (server/README.md, 'Layers')"
   exit 1
