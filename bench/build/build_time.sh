@@ -6,8 +6,8 @@
 #   into a temporary worktree and configured as `make build` does (clang,
 #   Release); then `cmake --build -j$(nproc)` runs from an empty build
 #   directory, BASE and HEAD taking turns, N times each (default 3).
-# Prints one table: the median, min and max wall seconds of each, the CPU
-# seconds (user + sys) of the median run, and HEAD / BASE.
+# Prints one table: the median, fastest and slowest wall seconds of each,
+# the CPU seconds (user + sys) of the fastest run, and HEAD / BASE.
 set -euo pipefail
 reps=3
 while [ $# -gt 0 ]; do
@@ -50,13 +50,20 @@ for _ in $(seq "$reps"); do
   build_once "$tmp/head" >>"$tmp/head.txt"
 done
 
-# median min max cpu-of-median of a file of "wall cpu" lines
-stats() { sort -n "$1" | awk '{w[NR]=$1; c[NR]=$2} END {m=int((NR+1)/2); printf "%.1f %.1f %.1f %.1f", w[m], w[1], w[NR], c[m]}'; }
+# median, min, max wall seconds and the CPU seconds of the fastest run, of a
+# file of "wall cpu" lines (an even count's median is the mean of the middle two)
+stats() {
+  sort -n "$1" | awk '{w[NR] = $1; c[NR] = $2}
+    END {
+      med = (NR % 2) ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2
+      printf "%.1f %.1f %.1f %.1f", med, w[1], w[NR], c[1]
+    }'
+}
 read -r bm bmin bmax bc <<<"$(stats "$tmp/base.txt")"
 read -r hm hmin hmax hc <<<"$(stats "$tmp/head.txt")"
 echo "Clean release build ($(nproc) cores, $reps runs each, taking turns)"
 echo
-echo "| commit | wall median (s) | min | max | CPU of median run (s) |"
+echo "| commit | wall median (s) | fastest | slowest | CPU of the fastest run (s) |"
 echo "|---|---:|---:|---:|---:|"
 echo "| $base (base) | $bm | $bmin | $bmax | $bc |"
 echo "| $head | $hm | $hmin | $hmax | $hc |"
