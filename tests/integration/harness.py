@@ -514,8 +514,11 @@ def processes_with_env(marker):
 def processes_with_cmdline(marker):
     """The processes whose command line holds marker, as a set of (pid, start
     time): a PID the kernel hands out again is not the same process, so two
-    such sets tell one attempt's ranks from the next one's."""
-    found = set()
+    such sets tell one attempt's ranks from the next one's. A child that such
+    a process forked and that has not exec'd yet carries the same command
+    line for that instant (a shell rank's `sleep`, say): it is not a rank of
+    its own, so a match whose parent also matches is left out."""
+    found = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -525,11 +528,11 @@ def processes_with_cmdline(marker):
                     continue
             with open("/proc/%s/stat" % d) as f:
                 # comm (field 2) may hold spaces: count from its closing paren.
-                start = f.read().rsplit(")", 1)[1].split()[19]
-            found.add((int(d), int(start)))
+                fields = f.read().rsplit(")", 1)[1].split()
+            found[int(d)] = (int(fields[1]), int(fields[19]))  # ppid, start time
         except (OSError, IndexError):
             pass
-    return found
+    return {(pid, start) for pid, (ppid, start) in found.items() if ppid not in found}
 
 
 def join_fake_node(server_url, admin, name):
