@@ -360,11 +360,13 @@ class ServerTest(unittest.TestCase):
 
     server_args = ()
     server_ca_file = None  # set with --tls-cert/--tls-key in server_args: HTTPS
+    server_env = None  # extra environment of the server process
 
     @classmethod
     def setUpClass(cls):
         cls.db = Database()
-        cls.server = Server(cls.db, args=cls.server_args, ca_file=cls.server_ca_file)
+        cls.server = Server(cls.db, args=cls.server_args, env=cls.server_env,
+                            ca_file=cls.server_ca_file)
         cls.admin = Client(cls.server.url, ca_file=cls.server_ca_file)
         st, body = cls.admin.login("admin", ADMIN_PASSWORD)
         assert st == 200, body

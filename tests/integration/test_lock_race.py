@@ -37,6 +37,12 @@ CANCELLERS = 3
 class LockRaceTest(ServerTest):
     server_args = ("--sched-interval-ms", "20", "--node-timeout-s", "3600",
                    "--http-threads", "12", "--db-pool-size", "24", "--access-log", "false")
+    # PostgreSQL looks for a deadlock once, deadlock_timeout after a wait
+    # begins. The hand-made deadlock needs the cancel's look to come after
+    # the holder's request for the job row, which a loaded machine can delay
+    # past the default 1 s; the rounds expect no deadlock at all, so a longer
+    # look costs them nothing.
+    server_env = {"PGOPTIONS": "-c deadlock_timeout=10s"}
 
     @classmethod
     def setUpClass(cls):
@@ -228,7 +234,7 @@ class LockRaceTest(ServerTest):
         """Made by hand, so that it happens every time: a session holds the
         audit head, the cancel locks its job and waits for the head, then the
         session asks for the job's row. PostgreSQL aborts the cancel (its
-        wait began first, so its deadlock_timeout runs out first); the
+        deadlock_timeout, 10 s, runs out long before the holder's 60 s); the
         cancel runs again once the session lets go, and answers 202."""
         st, job, _ = self.admin.post("/api/v1/jobs", self.job_spec(
             "race", name="victim", resources={"gpus": 1024}))  # never placed
