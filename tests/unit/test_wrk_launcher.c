@@ -4,6 +4,7 @@
  * limits killing whole process groups (no orphan left), and re-adoption.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -196,19 +197,30 @@ static int find_line(const char *text, int rank, int is_err)
 static void test_output_and_exit(void **state)
 {
     struct wrk_launcher *l = *state;
-    static const char *const s[] = {
+    char dir[] = "/tmp/ty-launch-XXXXXX", go[64], rank1[160];
+    const char *s[] = {
         "echo hello; echo 'TRAINYARD_METRIC {\"step\":1,\"loss\":0.5}'; echo oops >&2",
-        "printf partial; sleep 0.3", /* still running while we look */
+        rank1,
     };
     json_t *running;
+    int fd;
 
+    /* Rank 1 runs until the test has looked at it: it waits for a file the
+     * test makes, not for a time the test hopes is long enough. */
+    assert_non_null(mkdtemp(dir));
+    snprintf(go, sizeof(go), "%s/go", dir);
+    snprintf(rank1, sizeof(rank1), "printf partial; while [ ! -e %s ]; do sleep 0.01; done", go);
     start(l, "a1", 2, s, 0, 5);
     assert_int_equal(R.started, 1);
     running = wrk_launcher_running_json(l);
     assert_int_equal(json_array_size(running), 1);
     json_decref(running);
     assert_true(wrk_launcher_gpu_busy(l, 0));
+    assert_true((fd = open(go, O_WRONLY | O_CREAT, 0600)) >= 0);
+    close(fd);
     assert_true(wait_exit(1, HANG_MS));
+    unlink(go);
+    rmdir(dir);
     assert_int_equal(find_line("hello\n", 0, 0), 0);
     assert_true(find_line("TRAINYARD_METRIC {\"step\":1,\"loss\":0.5}\n", 0, 0) >= 0);
     assert_true(find_line("oops\n", 0, 1) >= 0);
