@@ -16,7 +16,9 @@
 #include "args.h"
 #include "cli.h"
 #include "client.h"
+#include "msg.h"
 #include "submit.h"
+#include "table.h"
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -33,25 +35,25 @@ void cli_queue_reason(const json_t *entry, char *buf, size_t size)
     long long freeg = (long long)json_integer_value(json_object_get(p, "free_gpus"));
 
     if (strcmp(code, "none") == 0)
-        snprintf(buf, size, "starts at the next pass");
+        cli_msgf(buf, size, Q_NONE);
     else if (strcmp(code, "gpus") == 0)
-        snprintf(buf, size, "waiting for GPUs: needs %lld, %lld free where it fits", need, freeg);
+        cli_msgf(buf, size, Q_GPUS, need, freeg);
     else if (strcmp(code, "quota") == 0)
-        snprintf(buf, size, "its team is over quota");
+        cli_msgf(buf, size, Q_QUOTA);
     else if (strcmp(code, "priority") == 0 && *other)
-        snprintf(buf, size, "behind job %s", other);
+        cli_msgf(buf, size, Q_BEHIND, other);
     else if (strcmp(code, "priority") == 0)
-        snprintf(buf, size, "behind higher-priority or earlier jobs");
+        cli_msgf(buf, size, Q_BEHIND_ANY);
     else if (strcmp(code, "reserved") == 0 && *other)
-        snprintf(buf, size, "the GPUs it could use are reserved for job %s", other);
+        cli_msgf(buf, size, Q_RESERVED, other);
     else if (strcmp(code, "reserved") == 0)
-        snprintf(buf, size, "the GPUs it could use are reserved for another job");
+        cli_msgf(buf, size, Q_RESERVED_ANY);
     else if (strcmp(code, "site_too_small") == 0)
-        snprintf(buf, size, "its site has too few nodes of that size: never starts");
+        cli_msgf(buf, size, Q_SITE_SMALL);
     else if (strcmp(code, "draining") == 0)
-        snprintf(buf, size, "the only nodes that fit are draining");
+        cli_msgf(buf, size, Q_DRAINING);
     else
-        snprintf(buf, size, "%s", *code ? code : "unknown");
+        snprintf(buf, size, "%s", *code ? code : cli_msg(M_UNKNOWN));
 }
 
 /* "3h05m" of a number of seconds, "-" when not a number. */
@@ -69,29 +71,55 @@ static void duration(const json_t *v, char *buf, size_t size)
         snprintf(buf, size, "%llds", s);
 }
 
-static void print_queue(FILE *out, const json_t *resp)
+/* The forecast's time, then one table row per job; 0, or -1 on ENOMEM. */
+static int print_queue(FILE *out, const json_t *resp)
 {
+    static const int right[10] = {1, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+    const char *hdr[10] = {cli_msg(H_POS),  cli_msg(H_ID),   cli_msg(H_NAME), cli_msg(H_TEAM),
+                           cli_msg(H_USER), cli_msg(H_PRIO), cli_msg(H_GPUS), cli_msg(H_EST_START),
+                           cli_msg(H_RUN),  cli_msg(H_WHY)};
     const json_t *jobs = json_object_get(resp, "jobs"), *j;
+    struct cli_table *t = cli_table_new(10, right);
+    char line[256];
+    int ret = -1;
     size_t i;
 
-    fprintf(out, "forecast of %s\n",
-            json_is_string(json_object_get(resp, "generated_at"))
-                ? str(resp, "generated_at")
-                : "(none yet: the scheduler has not made one)");
-    fprintf(out, "%4s  %-8s  %-16s  %-12s  %-12s  %-6s  %4s  %-24s  %-8s  %s\n", "POS", "ID",
-            "NAME", "TEAM", "USER", "PRIO", "GPUS", "ESTIMATED START", "RUN", "WHY IT WAITS");
+    if (t == NULL || cli_table_add(t, hdr) != RC_OK)
+        goto out;
     json_array_foreach(jobs, i, j)
     {
-        char why[160], run[32];
+        char b[7][64], why[160], run[32], pos[24], gpus[24];
         const json_t *start = json_object_get(j, "estimated_start");
+        const char *row[10];
         cli_queue_reason(j, why, sizeof(why));
         duration(json_object_get(json_object_get(j, "prediction"), "run_s"), run, sizeof(run));
-        fprintf(out, "%4lld  %-8s  %-16.16s  %-12.12s  %-12.12s  %-6s  %4lld  %-24s  %-8s  %s\n",
-                (long long)json_integer_value(json_object_get(j, "position")), str(j, "id"),
-                str(j, "name"), str(j, "team"), str(j, "user"), str(j, "priority"),
-                (long long)json_integer_value(json_object_get(j, "gpus")),
-                json_is_string(start) ? json_string_value(start) : "unknown", run, why);
+        snprintf(pos, sizeof(pos), "%lld",
+                 (long long)json_integer_value(json_object_get(j, "position")));
+        snprintf(gpus, sizeof(gpus), "%lld",
+                 (long long)json_integer_value(json_object_get(j, "gpus")));
+        row[0] = pos;
+        row[1] = cli_cell(json_object_get(j, "id"), b[0], 64);
+        row[2] = cli_cell(json_object_get(j, "name"), b[1], 64);
+        row[3] = cli_cell(json_object_get(j, "team"), b[2], 64);
+        row[4] = cli_cell(json_object_get(j, "user"), b[3], 64);
+        row[5] = cli_cell(json_object_get(j, "priority"), b[4], 64);
+        row[6] = gpus;
+        row[7] = json_is_string(start) ? cli_cell(start, b[5], 64) : cli_msg(M_UNKNOWN);
+        row[8] = run;
+        row[9] = why;
+        if (cli_table_add(t, row) != RC_OK)
+            goto out;
     }
+    if (json_is_string(json_object_get(resp, "generated_at")))
+        cli_msgf(line, sizeof(line), M_FORECAST_OF, str(resp, "generated_at"));
+    else
+        cli_msgf(line, sizeof(line), M_FORECAST_NONE);
+    fprintf(out, "%s\n", line);
+    cli_table_print(t, out);
+    ret = 0;
+out:
+    cli_table_free(t);
+    return ret;
 }
 
 /* GET path into *resp; 0 on 200, else the exit code, after the message
@@ -307,11 +335,18 @@ int cli_cmd_queue(int argc, char **argv, FILE *out, FILE *err)
         code = dump(out, resp);
     } else {
         const char *next = json_string_value(json_object_get(resp, "next_cursor"));
-        print_queue(out, resp);
-        if (next != NULL)
-            fprintf(out, "%zu of %lld shown; the next page: --cursor %s (or --all)\n",
-                    json_array_size(json_object_get(resp, "jobs")),
-                    (long long)json_integer_value(json_object_get(resp, "total")), next);
+        if (print_queue(out, resp) != 0) {
+            cli_errf(err, M_OOM);
+            code = CLI_EXIT_FAIL;
+            goto out;
+        }
+        if (next != NULL) {
+            char line[1024];
+            cli_msgf(line, sizeof(line), M_QUEUE_MORE,
+                     json_array_size(json_object_get(resp, "jobs")),
+                     (long long)json_integer_value(json_object_get(resp, "total")), next);
+            fprintf(out, "%s\n", line);
+        }
     }
 out:
     json_decref(resp);

@@ -10,6 +10,11 @@
  *                    [--dataset PATH_OR_NAME ...] [--gpus N] [--team T]
  *                    [--name N] [--idempotency-key KEY] [--server URL] [--json]
  *
+ * Without --team a template's job goes to the user's team when there is one
+ * only (GET /api/v1/me, as the dashboard starts at the user's first team);
+ * with several the command names them and asks for --team, since picking
+ * one would charge a team's quota by the order of names.
+ *
  * With --idempotency-key the command may be run again after it could not
  * tell whether the job was made (exit 6, the server unreachable or 5xx):
  * the server answers the job the first run made (200) instead of a new one.
@@ -38,7 +43,8 @@ static void submit_usage(FILE *f)
                "the server fills in the command, env and strategy, and checks each\n"
                "--param against the template's schema. --dataset is a path inside the\n"
                "site's storage or a registered dataset's name; --gpus overrides the\n"
-               "template's default. Prints the new job's id (--json: the job).\n"
+               "template's default; without --team the job goes to your team when you\n"
+               "are in one only. Prints the new job's id (--json: the job).\n"
                "The server's refusal names the field (e.g. params.steps); exit codes as\n"
                "'trainyard help' lists them. With --idempotency-key KEY (any 1 to 200\n"
                "printable characters, new for each job) the same command may be run\n"
@@ -78,12 +84,49 @@ out:
     return code;
 }
 
+/* The user's only team, for a template's job without --team: *team points
+ * into *me (new reference, the caller frees it; NULL team when the user has
+ * no team, so that the server's refusal names the field). Several teams are
+ * a usage error that lists them. Returns an exit code, CLI_EXIT_OK to go on. */
+static int only_team(struct cli_client *c, json_t **me, const char **team, FILE *err)
+{
+    const json_t *teams, *t;
+    char names[1024] = "";
+    size_t used = 0, i;
+    long status = 0;
+    enum rc rc;
+
+    *team = NULL;
+    if ((rc = cli_client_request(c, "GET", "/api/v1/me", NULL, &status, me, err)) != RC_OK)
+        return cli_exit_for_rc(rc);
+    if (status != 200)
+        return cli_refused(err, M_W_ME, status, *me);
+    teams = json_object_get(*me, "teams");
+    if (json_array_size(teams) == 1) {
+        *team = json_string_value(json_object_get(json_array_get(teams, 0), "name"));
+        return CLI_EXIT_OK;
+    }
+    if (json_array_size(teams) == 0)
+        return CLI_EXIT_OK;
+    json_array_foreach(teams, i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        int n =
+            snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "", name ? name : "?");
+        if (n < 0 || (size_t)n >= sizeof(names) - used)
+            break; /* the list is cut, the request still names the way out */
+        used += (size_t)n;
+    }
+    cli_errf(err, M_TEAM_CHOOSE, names);
+    return CLI_EXIT_USAGE;
+}
+
 int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
 {
     int code = CLI_EXIT_USAGE, p;
     struct cli_submit_opts *o = NULL; /* ~5 KiB: not on the stack */
     struct cli_client *c = NULL;
-    json_t *schema = NULL, *body = NULL, *resp = NULL;
+    json_t *schema = NULL, *body = NULL, *resp = NULL, *me = NULL;
     long status = 0;
     enum rc rc;
 
@@ -112,6 +155,8 @@ int cli_cmd_submit(int argc, char **argv, FILE *out, FILE *err)
     }
     if (o->file == NULL) {
         if ((code = read_schema(c, o->template_id, &schema, err)) != CLI_EXIT_OK)
+            goto out;
+        if (o->team == NULL && (code = only_team(c, &me, &o->team, err)) != CLI_EXIT_OK)
             goto out;
         if (cli_submit_body(o, schema, &body) != RC_OK) {
             cli_errf(err, M_OOM);
@@ -156,6 +201,7 @@ out:
     json_decref(resp);
     json_decref(body);
     json_decref(schema);
+    json_decref(me);
     cli_client_free(c);
     free(o);
     return code;

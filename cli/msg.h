@@ -76,6 +76,9 @@
     X(M_SUBMITTED_TPL, "job %s submitted: %s (template %s), %s",                                   \
       "作业 %s 已提交：%s（模板 %s），%s")                                                         \
     X(M_SUBMITTED, "job %s submitted: %s, %s", "作业 %s 已提交：%s，%s")                           \
+    X(M_W_ME, "cannot read your teams", "无法读取您所在的团队")                                    \
+    X(M_TEAM_CHOOSE, "you are in several teams (%s): choose one with --team",                      \
+      "您属于多个团队（%s）：请用 --team 选择一个")                                                \
     X(M_FILE_OR_TEMPLATE, "give a job file or --template, not both",                               \
       "作业文件与 --template 只能二选一")                                                          \
     X(M_NEED_SPEC,                                                                                 \
@@ -151,6 +154,30 @@
     X(H_LAST_USED, "LAST USED", "最近使用")                                                        \
     X(H_REVOKED, "REVOKED", "已吊销")                                                              \
     X(H_NODE, "NODE", "节点")                                                                      \
+    X(H_POS, "POS", "位置")                                                                        \
+    X(H_PRIO, "PRIO", "优先级")                                                                    \
+    X(H_EST_START, "ESTIMATED START", "预计开始")                                                  \
+    X(H_RUN, "RUN", "预计运行")                                                                    \
+    X(H_WHY, "WHY IT WAITS", "等待原因")                                                           \
+    X(M_UNKNOWN, "unknown", "未知")                                                                \
+    X(M_FORECAST_OF, "forecast of %s", "预测时间 %s")                                              \
+    X(M_FORECAST_NONE, "(none yet: the scheduler has not made one)",                               \
+      "（暂无：调度器尚未做出预测）")                                                              \
+    X(M_QUEUE_MORE, "%zu of %lld shown; the next page: --cursor %s (or --all)",                    \
+      "已显示 %zu 个，共 %lld 个；下一页：--cursor %s（或 --all）")                                \
+    X(Q_NONE, "starts at the next pass", "下一轮调度即开始")                                       \
+    X(Q_GPUS, "waiting for GPUs: needs %lld, %lld free where it fits",                             \
+      "等待 GPU：需要 %lld 张，可放置处空闲 %lld 张")                                              \
+    X(Q_QUOTA, "its team is over quota", "所在团队超出配额")                                       \
+    X(Q_BEHIND, "behind job %s", "排在作业 %s 之后")                                               \
+    X(Q_BEHIND_ANY, "behind higher-priority or earlier jobs", "排在更高优先级或更早的作业之后")    \
+    X(Q_RESERVED, "the GPUs it could use are reserved for job %s",                                 \
+      "它可用的 GPU 已为作业 %s 预留")                                                             \
+    X(Q_RESERVED_ANY, "the GPUs it could use are reserved for another job",                        \
+      "它可用的 GPU 已为其他作业预留")                                                             \
+    X(Q_SITE_SMALL, "its site has too few nodes of that size: never starts",                       \
+      "所在站点这种规模的节点不够：永远无法开始")                                                  \
+    X(Q_DRAINING, "the only nodes that fit are draining", "能容纳它的节点都在排空")                \
     X(K_PRIORITY, "priority", "优先级")                                                            \
     X(K_RESTARTS, "restarts", "重启次数")                                                          \
     X(K_REASON, "reason", "原因")                                                                  \

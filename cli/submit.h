@@ -28,7 +28,7 @@ struct cli_submit_opts {
     const char *server;          /* borrowed: --server, NULL when not given */
     const char *template_id;     /* borrowed: --template (this or file) */
     const char *file;            /* borrowed: a job spec file, "-" for stdin (this or template) */
-    const char *team;            /* borrowed: --team, NULL: the server's choice */
+    const char *team;            /* borrowed: --team (or the user's only team), NULL: none */
     const char *name;            /* borrowed: --name, NULL: the template's id */
     const char *idempotency_key; /* borrowed: --idempotency-key, NULL: none */
     long gpus;                   /* --gpus, 0: the template's default */

@@ -31,4 +31,14 @@ export TSAN_OPTIONS="halt_on_error=0:exitcode=66:second_deadlock_stack=1:suppres
 unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
 
 cd "$build"
-ctest --output-on-failure -j2 --timeout 900 -L 'unit|integration' "$@"
+# A skip counts as a pass in ctest; as in scripts/test.sh, one that is not
+# allowed (TRAINYARD_TEST_ALLOW_SKIP) fails the run (scripts/check_skips.py).
+mkdir -p Testing
+rm -f Testing/tsan-junit.xml
+ctest --show-only=json-v1 >Testing/tsan-tests.json 2>/dev/null || true
+rc=0
+ctest --output-on-failure -j2 --timeout 900 -L 'unit|integration' \
+  --output-junit "$PWD/Testing/tsan-junit.xml" "$@" || rc=$?
+python3 "$top/scripts/check_skips.py" Testing/tsan-tests.json Testing/tsan-junit.xml ||
+  { [ "$rc" -ne 0 ] || rc=1; }
+exit "$rc"

@@ -51,6 +51,9 @@ static struct {
 
 static _Atomic uint64_t g_pool_waits, g_pool_wait_us, g_pool_timeouts;
 static _Atomic uint64_t g_webhook_failures, g_job_restarts, g_job_preemptions;
+static _Atomic uint64_t g_polls_expired;
+/* Long-polls parked now (a gauge: it goes down as well as up). */
+static _Atomic int64_t g_polls_parked;
 /* Wall clock at metrics_mark_start(); 0 until then. */
 static _Atomic int64_t g_start_s;
 
@@ -138,6 +141,16 @@ void metrics_job_restart(void)
 void metrics_job_preempted(void)
 {
     add(&g_job_preemptions, 1);
+}
+
+void metrics_long_polls_parked_add(int delta)
+{
+    atomic_fetch_add_explicit(&g_polls_parked, delta, memory_order_relaxed);
+}
+
+void metrics_long_poll_expired(void)
+{
+    add(&g_polls_expired, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -302,6 +315,14 @@ static void render_process(const struct srv_app *app, struct out *o)
          "Scheduler passes that failed (logged with their cause)");
     put(o, "trainyard_scheduler_pass_failures_total %llu\n",
         (unsigned long long)get(&g_sched.failed));
+    head(o, "trainyard_long_polls_parked", "gauge",
+         "Requests parked on this process (worker long-polls, log and event streams) waiting "
+         "for news or their deadline");
+    put(o, "trainyard_long_polls_parked %lld\n",
+        (long long)atomic_load_explicit(&g_polls_parked, memory_order_relaxed));
+    head(o, "trainyard_long_polls_expired_total", "counter",
+         "Parked requests resumed by their deadline rather than by news");
+    put(o, "trainyard_long_polls_expired_total %llu\n", (unsigned long long)get(&g_polls_expired));
     head(o, "trainyard_db_pool_connections", "gauge", "Size of this process's PostgreSQL pool");
     put(o, "trainyard_db_pool_connections %d\n", app->cfg->db_pool_size);
     head(o, "trainyard_db_pool_waits_total", "counter",

@@ -57,6 +57,14 @@ void metrics_job_restart(void);
 /* A running job the scheduler preempted (moved to RESTARTING). */
 void metrics_job_preempted(void);
 
+/* A request parked (delta +1) or resumed (delta -1) by http/waiters.c (a
+ * worker's long-poll, a log or event stream waiting for news):
+ * trainyard_long_polls_parked, those this process holds right now. */
+void metrics_long_polls_parked_add(int delta);
+
+/* A parked request resumed by its deadline rather than by news. */
+void metrics_long_poll_expired(void);
+
 /* The cluster's state as /metrics shows it: rows that store/db_scrape.c
  * reads from PostgreSQL in one query. Kinds of rows; each names the metric
  * it feeds in metrics.c. */

@@ -12,6 +12,7 @@
 #include "app.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 
 struct waiter_entry {
     struct srv_req *req; /* borrowed; valid while suspended */
@@ -72,6 +73,9 @@ static void resume_matching(struct waiters *w, int64_t key, int expired_only)
     pthread_mutex_unlock(&w->lock);
     while (ready != NULL) {
         struct waiter_entry *next = ready->next;
+        metrics_long_polls_parked_add(-1);
+        if (expired_only)
+            metrics_long_poll_expired();
         http_resume(ready->req);
         free(ready);
         ready = next;
@@ -150,6 +154,9 @@ void waiters_add(struct waiters *w, struct srv_req *req, int64_t key)
     }
     e->next = w->head;
     w->head = e;
+    /* Under the lock, so that a resume that detaches e cannot count it down
+     * before this counts it up: the gauge never goes below zero. */
+    metrics_long_polls_parked_add(1);
     pthread_mutex_unlock(&w->lock);
 }
 

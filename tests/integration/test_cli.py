@@ -7,6 +7,9 @@ cli/cmd_submit.c):
 - `trainyard submit --template ID --param k=v --dataset --gpus --team
   --name` creates the job the API would from the same request: each
   parameter typed by the template's schema, the expanded spec stored
+- without --team the job goes to the user's team when there is only one
+  (GET /api/v1/me); a user in several teams is told to choose, with their
+  names, exit status 2, and no job is written
 - a bad parameter is the server's 400 naming params.<name>, shown with
   its field and message, exit status 1, and no job is written; an unknown
   template names template; a dataset outside the storage roots is the
@@ -59,7 +62,7 @@ class CliTest(ServerTest):
         env["HOME"] = self.storage  # no login file: the token is the environment's
         env["TRAINYARD_SERVER"] = server or self.server.url
         if token:
-            env["TRAINYARD_TOKEN"] = self.token
+            env["TRAINYARD_TOKEN"] = self.token if token is True else token
         return subprocess.run([CLI_BIN] + list(args), capture_output=True, text=True, env=env,
                               timeout=60)
 
@@ -117,6 +120,37 @@ class CliTest(ServerTest):
         self.assertEqual(job["spec"]["template"], "bench-gpt2")
         self.assertEqual(job["spec"]["resources"]["gpus"], 4)
         self.assertEqual(job["state"], "QUEUED")
+
+    def test_submit_team_default(self):
+        one = self.make_team("cli-line-a", quota=8)
+        two = self.make_team("cli-line-b", quota=8)
+
+        def token_of(name, teams):
+            _, c = self.make_user(name, teams=teams)
+            st, tok, _ = c.post("/api/v1/tokens", {"name": "cli"})
+            self.assertEqual(st, 201, tok)
+            return tok["token"]
+        # The only team of the user: the job is its.
+        out = self.cli("submit", "--template", "bench-gpt2", "--gpus", "1", "--json",
+                       token=token_of("cli-one-team", [one]))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout)["spec"]["team"], "cli-line-a")
+        # Several: the command names them and writes nothing.
+        several = token_of("cli-two-teams", [one, two])
+        before = self.job_count()
+        out = self.cli("submit", "--template", "bench-gpt2", "--gpus", "1", token=several)
+        self.assertEqual(out.returncode, 2, out.stdout + out.stderr)
+        self.assertIn("you are in several teams (cli-line-a, cli-line-b): choose one with --team",
+                      out.stderr)
+        self.assertEqual(self.job_count(), before)
+        zh = self.cli("submit", "--template", "bench-gpt2", "--gpus", "1", token=several,
+                      lang="zh_CN.UTF-8")
+        self.assertEqual(zh.returncode, 2, zh.stderr)
+        self.assertIn("您属于多个团队（cli-line-a, cli-line-b）：请用 --team 选择一个", zh.stderr)
+        out = self.cli("submit", "--template", "bench-gpt2", "--gpus", "1", "--team",
+                       "cli-line-b", "--json", token=several)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout)["spec"]["team"], "cli-line-b")
 
     def test_refusals(self):
         before = self.job_count()

@@ -15,6 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
 from harness import ServerTest, Worker, wait_for  # noqa: E402
 
 
@@ -103,5 +104,4 @@ class JobPriorityTest(ServerTest):
 
 
 if __name__ == "__main__":
-    import unittest
-    unittest.main(verbosity=2)
+    harness.main()

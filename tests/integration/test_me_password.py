@@ -15,6 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
 from harness import Client, ServerTest  # noqa: E402
 
 P = "/api/v1/me/password"
@@ -83,5 +84,4 @@ class MePasswordTest(ServerTest):
 
 
 if __name__ == "__main__":
-    import unittest
-    unittest.main(verbosity=2)
+    harness.main()

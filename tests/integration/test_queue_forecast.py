@@ -226,12 +226,13 @@ class QueueForecastTest(ServerTest):
 
     def test_cli_queue_and_show(self):
         tok = self.admin.post("/api/v1/tokens", {"name": "fc-cli"})[1]["token"]
-        env = dict(os.environ, TRAINYARD_URL=self.server.url, TRAINYARD_TOKEN=tok,
+        env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES")}
+        env.update(TRAINYARD_URL=self.server.url, TRAINYARD_TOKEN=tok, LANG="C.UTF-8",
                    HOME=tempfile.mkdtemp(prefix="ty-fc-home-"))
 
-        def cli(*args):
+        def cli(*args, lang="C.UTF-8"):
             return subprocess.run([harness.CLI_BIN] + list(args), capture_output=True,
-                                  text=True, env=env, timeout=60)
+                                  text=True, env=dict(env, LANG=lang), timeout=60)
         out = cli("queue", "--json")
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual([j["id"] for j in json.loads(out.stdout)["jobs"]],
@@ -246,6 +247,17 @@ class QueueForecastTest(ServerTest):
         self.assertIn(self.entry("W")["estimated_start"], w)
         b = next(line for line in lines if line.split()[1:2] == [self.ids["B"]])
         self.assertIn("reserved for job %s" % self.ids["W"], b)
+        # Under a Chinese locale: the headers, the forecast line and the reasons.
+        out = cli("queue", lang="zh_CN.UTF-8")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("预测时间 "), lines)
+        self.assertEqual(lines[1].split(), ["位置", "编号", "名称", "团队", "用户", "优先级", "GPU",
+                                            "预计开始", "预计运行", "等待原因"])
+        w = next(line for line in lines if line.split()[1:2] == [self.ids["W"]])
+        self.assertIn("等待 GPU：需要 4 张，可放置处空闲 2 张", w)
+        b = next(line for line in lines if line.split()[1:2] == [self.ids["B"]])
+        self.assertIn("它可用的 GPU 已为作业 %s 预留" % self.ids["W"], b)
         out = cli("show", self.ids["B"])
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertRegex(out.stdout, r"(?i)state\s+QUEUED")

@@ -7,11 +7,25 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 from harness import ADMIN_PASSWORD, Client, Database, Server, Worker, wait_for  # noqa: E402
+
+METRICS_TOKEN = "metrics-token-for-replica-tests-0123456789"
+
+
+def metric(server, name):
+    """The value of the unlabelled series name in server's /metrics
+    (trainyard_long_polls_parked: the requests it holds parked now;
+    trainyard_long_polls_expired_total: those its deadline resumed)."""
+    st, body, _ = Client(server.url, token=METRICS_TOKEN).get("/metrics")
+    assert st == 200, (st, body)
+    text = body if isinstance(body, str) else ""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return int(line.split()[1])
+    raise AssertionError("no %s in /metrics" % name)
 
 
 class ReplicaTest(harness.unittest.TestCase):
@@ -106,7 +120,8 @@ class ReplicaTest(harness.unittest.TestCase):
         db = Database()
         shared = tempfile.mkdtemp(prefix="ty-rep-")
         os.chmod(shared, 0o755)
-        args = ("--sched-interval-ms", "60000", "--storage-root", shared)
+        args = ("--sched-interval-ms", "60000", "--storage-root", shared,
+                "--metrics-token", METRICS_TOKEN)
         a = Server(db, args=args)
         b = Server(db, args=args, admin=False)
         worker = None
@@ -132,8 +147,11 @@ class ReplicaTest(harness.unittest.TestCase):
             db.sql("SELECT pg_terminate_backend(pid) FROM (%s) l" % q)
             wait_for(lambda: (lambda p: len(p) == 2 and not p & old)({r[0] for r in db.sql(q)}),
                      timeout=20, what="both listeners to reconnect")
-            time.sleep(1)  # the worker's long-poll (wait=30) is now parked on the follower
-            t0 = time.time()
+            # The worker's long-poll (wait=30) is parked on the follower: the
+            # placement must wake it, not its deadline.
+            wait_for(lambda: metric(follower, "trainyard_long_polls_parked") >= 1, timeout=60,
+                     what="the worker's long-poll to park on the follower")
+            expired = metric(follower, "trainyard_long_polls_expired_total")
             st, job, _ = admin.post("/api/v1/jobs", {
                 "name": "wake", "team": "wake", "resources": {"gpus": 1}, "max_restarts": 0,
                 "command": ["/usr/bin/python3", os.path.join(os.path.abspath(harness.SRC),
@@ -146,18 +164,21 @@ class ReplicaTest(harness.unittest.TestCase):
                 c = Client(leader.url)
                 c.cookie, c.csrf = admin.cookie, admin.csrf
                 got["resp"] = c.get("/api/v1/jobs/%s/logs?follow=1" % job["id"])
-                got["t"] = time.time()
             t = threading.Thread(target=follow, daemon=True)
             t.start()
 
             def state():
                 return admin.get("/api/v1/jobs/" + job["id"])[1]["state"]
             try:
-                wait_for(lambda: state() in ("RUNNING", "SUCCEEDED"), timeout=10,
-                         what="the job to run well before the worker's poll times out")
+                wait_for(lambda: state() in ("RUNNING", "SUCCEEDED"), timeout=120,
+                         what="the job to run")
             except AssertionError:
                 print(worker.log_tail(30))
                 raise
+            # Handed out by the wake-up: the parked poll (the follower's only
+            # parked request) did not reach its deadline first.
+            self.assertEqual(metric(follower, "trainyard_long_polls_expired_total"), expired,
+                             "the worker's poll waited for its deadline, not the placement")
             self.assertEqual(wait_for(lambda: (lambda s: s if s in ("SUCCEEDED", "FAILED") else
                                                None)(state()), timeout=20, what="the job to end"),
                              "SUCCEEDED")
@@ -167,7 +188,9 @@ class ReplicaTest(harness.unittest.TestCase):
             self.assertEqual(st, 200)
             self.assertIn("event: log", sse)
             self.assertIn('event: end\ndata: {"state":"SUCCEEDED"}', sse)
-            self.assertLess(got["t"] - t0, 12, "the log follower waited for its keep-alive")
+            # Woken by the output and the end: a keep-alive comment would mean
+            # the follower waited for its 15 s deadline instead.
+            self.assertNotIn(": ping", sse, "the log follower waited for its keep-alive")
         finally:
             if worker is not None:
                 worker.stop()

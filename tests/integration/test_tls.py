@@ -279,4 +279,4 @@ def tearDownModule():
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

@@ -16,6 +16,9 @@ import shlex
 import sys
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+import harness  # noqa: E402
+
 SRC = os.path.abspath(os.environ.get("TRAINYARD_SOURCE_DIR",
                                      os.path.join(os.path.dirname(__file__), "..", "..")))
 DOCKER = os.path.join(SRC, "docker")
@@ -103,4 +106,4 @@ class DockerfilesTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(unittest.main())
+    harness.main()

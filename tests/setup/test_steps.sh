@@ -63,7 +63,7 @@ fail() {
 fresh_repo() {
   rm -rf "$tmp/repo"
   mkdir -p "$tmp/repo/scripts"
-  cp "$src"/scripts/*.sh "$tmp/repo/scripts/"
+  cp "$src"/scripts/*.sh "$src"/scripts/*.py "$tmp/repo/scripts/"
   cat >"$tmp/repo/scripts/pg.sh" <<'EOF'
 #!/bin/sh
 echo "pg.sh $*" >>"$STUB_DIR/calls"

@@ -109,6 +109,10 @@ static void test_process_counters(void **state)
     metrics_job_restart();
     metrics_job_restart();
     metrics_job_preempted();
+    metrics_long_polls_parked_add(1);
+    metrics_long_polls_parked_add(1);
+    metrics_long_polls_parked_add(-1); /* a gauge: resumed polls leave it */
+    metrics_long_poll_expired();
     text = render(NULL);
     assert_non_null(strstr(text, "trainyard_scheduler_pass_duration_seconds_bucket{le=\"0.005\"} "
                                  "1\n"));
@@ -123,6 +127,9 @@ static void test_process_counters(void **state)
     assert_non_null(strstr(text, "trainyard_webhook_delivery_failures_total 1\n"));
     assert_non_null(strstr(text, "trainyard_job_restarts_total 2\n"));
     assert_non_null(strstr(text, "trainyard_job_preemptions_total 1\n"));
+    assert_non_null(strstr(text, "# TYPE trainyard_long_polls_parked gauge\n"));
+    assert_non_null(strstr(text, "trainyard_long_polls_parked 1\n"));
+    assert_non_null(strstr(text, "trainyard_long_polls_expired_total 1\n"));
     free(text);
 }
 

@@ -27,6 +27,8 @@ struct fake {
     char path[MAXP][128];
     json_t *body[MAXP];
     atomic_int fail; /* answer 503 while set */
+    int refused;     /* posts answered 503, under mu */
+    pthread_cond_t refused_cv;
 };
 
 static struct fake F;
@@ -35,6 +37,10 @@ static enum rc fake_post(void *ctx, const char *path, const json_t *body, long *
 {
     (void)ctx;
     if (atomic_load(&F.fail)) {
+        pthread_mutex_lock(&F.mu);
+        F.refused++;
+        pthread_cond_broadcast(&F.refused_cv);
+        pthread_mutex_unlock(&F.mu);
         *status = 503;
         return RC_OK;
     }
@@ -54,6 +60,7 @@ static int setup(void **state)
     (void)state;
     memset(&F, 0, sizeof(F));
     pthread_mutex_init(&F.mu, NULL);
+    pthread_cond_init(&F.refused_cv, NULL);
     atomic_init(&F.fail, 0);
     return 0;
 }
@@ -64,7 +71,25 @@ static int teardown(void **state)
     for (int i = 0; i < F.n; i++)
         json_decref(F.body[i]);
     pthread_mutex_destroy(&F.mu);
+    pthread_cond_destroy(&F.refused_cv);
     return 0;
+}
+
+/* 1 once the shipper has had a post refused (it tried while the server was
+ * down), 0 if that never happens within a bound that only catches a hang. */
+static int wait_refused(void)
+{
+    struct timespec until;
+    int ok;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&F.mu);
+    while (F.refused == 0 && pthread_cond_timedwait(&F.refused_cv, &F.mu, &until) == 0)
+        ;
+    ok = F.refused > 0;
+    pthread_mutex_unlock(&F.mu);
+    return ok;
 }
 
 static void line(struct wrk_shipper *s, const char *id, uint64_t seq, const char *text)
@@ -163,7 +188,6 @@ static void test_drop_oldest(void **state)
 {
     struct wrk_shipper_opts o = {fake_post, NULL, 0, 10, 20};
     struct wrk_shipper *s = NULL;
-    struct timespec ts = {0, 100 * 1000000L};
     int logs = 0, ckpts = 0, exits = 0;
     json_int_t dropped = 0, last_seq = -1;
     struct wrk_exit_report r;
@@ -181,7 +205,7 @@ static void test_drop_oldest(void **state)
     snprintf(r.attempt_id, sizeof(r.attempt_id), "9");
     wrk_shipper_exit(s, &r);
     assert_true(wrk_shipper_dropped(s) >= 180);
-    nanosleep(&ts, NULL);
+    assert_true(wait_refused()); /* the shipper tried while the server was down */
     atomic_store(&F.fail, 0);
     wrk_shipper_free(s, 5000);
 
@@ -234,7 +258,6 @@ static void test_drop_keeps_metrics(void **state)
 {
     struct wrk_shipper_opts o = {fake_post, NULL, 0, 30, 20};
     struct wrk_shipper *s = NULL;
-    struct timespec ts = {0, 100 * 1000000L};
     int logs = 0, metrics = 0;
     json_int_t dropped = 0, min_step = -1;
     (void)state;
@@ -250,7 +273,7 @@ static void test_drop_keeps_metrics(void **state)
         line(s, "9", i, t);
     }
     assert_true(wrk_shipper_dropped(s) >= 340);
-    nanosleep(&ts, NULL);
+    assert_true(wait_refused()); /* the shipper tried while the server was down */
     atomic_store(&F.fail, 0);
     wrk_shipper_free(s, 5000);
     posted_totals(&logs, &metrics, &dropped, &min_step);
@@ -264,7 +287,6 @@ static void test_drop_metrics_when_nothing_else(void **state)
 {
     struct wrk_shipper_opts o = {fake_post, NULL, 0, 10, 20};
     struct wrk_shipper *s = NULL;
-    struct timespec ts = {0, 100 * 1000000L};
     int logs = 0, metrics = 0;
     json_int_t dropped = 0, min_step = -1;
     (void)state;
@@ -278,7 +300,7 @@ static void test_drop_metrics_when_nothing_else(void **state)
         line(s, "9", i, t); /* never blocks, bounded although all are metrics */
     }
     assert_true(wrk_shipper_dropped(s) >= 180);
-    nanosleep(&ts, NULL);
+    assert_true(wait_refused()); /* the shipper tried while the server was down */
     atomic_store(&F.fail, 0);
     wrk_shipper_free(s, 5000);
     posted_totals(&logs, &metrics, &dropped, &min_step);
