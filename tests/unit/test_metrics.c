@@ -109,6 +109,9 @@ static void test_process_counters(void **state)
     metrics_job_restart();
     metrics_job_restart();
     metrics_job_preempted();
+    metrics_lead_event(METRICS_LEAD_ACQUIRED);
+    metrics_lead_event(METRICS_LEAD_ACQUIRED);
+    metrics_lead_event(METRICS_LEAD_TAKEOVER);
     text = render(NULL);
     assert_non_null(strstr(text, "trainyard_scheduler_pass_duration_seconds_bucket{le=\"0.005\"} "
                                  "1\n"));
@@ -123,6 +126,9 @@ static void test_process_counters(void **state)
     assert_non_null(strstr(text, "trainyard_webhook_delivery_failures_total 1\n"));
     assert_non_null(strstr(text, "trainyard_job_restarts_total 2\n"));
     assert_non_null(strstr(text, "trainyard_job_preemptions_total 1\n"));
+    assert_non_null(strstr(text, "trainyard_scheduler_lead_changes_total{event=\"acquired\"} 2\n"));
+    assert_non_null(strstr(text, "trainyard_scheduler_lead_changes_total{event=\"lost\"} 0\n"));
+    assert_non_null(strstr(text, "trainyard_scheduler_lead_changes_total{event=\"takeover\"} 1\n"));
     free(text);
 }
 
