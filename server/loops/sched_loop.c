@@ -140,13 +140,14 @@ static int wait_for_work(struct srv_app *app, int64_t ms)
  * end it only after leader_lease_ms, by when nodes may have been declared
  * lost. Its transactions never wait on anything but this thread between
  * statements, so PostgreSQL ends a session left idle inside one for a
- * renewal period: the row locks and the advisory lock go with it. */
+ * renewal period (at least a second, for a starved CPU): the row locks and
+ * the advisory lock go with it. */
 static void bound_idle_tx(PGconn *c, int ms)
 {
     char v[24];
     const char *p[] = {v};
 
-    snprintf(v, sizeof(v), "%dms", ms);
+    snprintf(v, sizeof(v), "%dms", ms < 1000 ? 1000 : ms);
     if (db_exec_ok(c, "sched",
                    "SELECT set_config('idle_in_transaction_session_timeout', $1, false)", 1,
                    p) != RC_OK)
