@@ -63,15 +63,16 @@ static int try_lead(PGconn *c)
     return leader;
 }
 
-/* One pass; returns the apply's rc (RC_ECONFLICT also when the fence
- * refused it: the caller then checks its lease at once). */
+/* One pass; returns the apply's rc, or RC_ECONFLICT when the fence refused
+ * the apply or the forecast's store: the caller then checks its lease at
+ * once. */
 static enum rc one_pass(struct sched_loop *loop, PGconn *c)
 {
     struct db_sched_snapshot snap;
     size_t ntouched = 0;
     int placed = 0;
     int64_t t0 = srv_mono_us();
-    enum rc rc = db_sched_snapshot(c, &snap), frc;
+    enum rc rc = db_sched_snapshot(c, &snap), frc = RC_OK;
     int snap_ok = rc == RC_OK;
 
     /* Predictions for the pass itself (backfill order, reservations) and for
@@ -105,7 +106,7 @@ static enum rc one_pass(struct sched_loop *loop, PGconn *c)
                                            rc == RC_OK, NULL)) != RC_OK)
         LOG_WARN("sched", "queue forecast failed", "rc=%s", rc_str(frc));
     db_sched_snapshot_free(&snap);
-    return rc;
+    return rc == RC_OK && frc == RC_ECONFLICT ? RC_ECONFLICT : rc;
 }
 
 /* Wait for a wake-up, the interval or ms, whichever comes first; returns 0

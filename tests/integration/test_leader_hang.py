@@ -20,6 +20,10 @@ lease (server/store/db_lease.h) is no longer renewed, though. Checked:
   acknowledged job succeeded, the audit chain verifies; the old leader
   exits 0 on SIGTERM.
 
+EpochTakenTest: the fence alone, with the leader's session alive (the
+epoch moved on under it): its writes are refused, it steps down and leads
+again only with a new epoch.
+
 The submits go to the follower only: a stopped server accepts connections
 and never answers them. The time from SIGSTOP to the new leader's first
 placement is printed (FIGURES leader-hang ...).
@@ -181,6 +185,49 @@ class LeaderHangTest(harness.unittest.TestCase):
             if stopped is not None and stopped.proc.poll() is None:
                 os.kill(stopped.proc.pid, signal.SIGCONT)
             cu.stop_all(workers, (a, b), db, tmp)
+
+
+class EpochTakenTest(harness.unittest.TestCase):
+    """The fence with the leader's session alive: the lease's epoch moves on
+    under a running leader (as it would if another had taken the lease while
+    this session somehow survived). Its next write is refused in its own
+    transaction, it steps down saying why, and leads again only by taking the
+    lease anew, with a higher epoch. The lease is long (10 min), so no
+    renewal finds the change first: a refused write does."""
+
+    def test_epoch_taken_under_a_live_session(self):
+        db = Database()
+        tmp = tempfile.mkdtemp(prefix="ty-epoch-")
+        os.chmod(tmp, 0o755)
+        a = Server(db, args=("--sched-interval-ms", "200", "--storage-root", tmp,
+                             "--leader-lease-ms", "600000"))
+        workers = []
+        try:
+            wait_for(lambda: lead_epochs(a), timeout=20, what="a leader")
+            e1 = lead_epochs(a)[0]
+            admin = Client(a.url)
+            self.assertEqual(admin.login("admin", ADMIN_PASSWORD)[0], 200)
+            self.assertEqual(admin.post("/api/v1/teams", {"name": "ep"})[0], 201)
+            workers = cu.start_workers(self, admin, a.url, 1, 2, "ep", tmp)
+            cu.wait_nodes_ready(db, 1)
+
+            db.sql("UPDATE leader_lease SET epoch = epoch + 1 WHERE name = 'scheduler'")
+            wait_for(lambda: "reason=taken_by_another" in a.log_text(), timeout=60,
+                     what="the leader to find its epoch taken")
+            wait_for(lambda: len(lead_epochs(a)) == 2, timeout=60, what="it to lead again")
+            self.assertEqual(lead_epochs(a)[1], e1 + 2)
+            self.assertEqual(lease_epoch(db), e1 + 2)
+            self.assertIn("rc=conflict", a.log_text())  # the refused write
+
+            st, job, _ = admin.post("/api/v1/jobs", {"name": "after", "team": "ep",
+                                                     "command": ["/bin/true"],
+                                                     "resources": {"gpus": 1}})
+            self.assertEqual(st, 201, job)
+            cu.wait_all_succeeded(db, [job["id"]], timeout=60, what="the job to succeed")
+            self.assertEqual(placed_count(db), 1)
+            cu.assert_chain_verifies(self, db, admin)
+        finally:
+            cu.stop_all(workers, (a,), db, tmp)
 
 
 if __name__ == "__main__":
