@@ -60,6 +60,8 @@ static const struct opt opts[] = {
     I(session_ttl_s, 60, 30 * 86400, "browser session lifetime in seconds"),
     I(node_timeout_s, 2, 3600, "seconds without heartbeat before a node is down"),
     I(sched_interval_ms, 10, 60000, "longest interval between scheduler passes"),
+    I(leader_lease_ms, 1000, 600000,
+      "scheduling leader's lease in ms: a leader silent this long is replaced"),
     B(access_log, "log one line per request (true/false)"),
     I(login_max_failures, 1, 1000, "failed logins per user or address per window"),
     I(login_window_s, 1, 86400, "login rate-limit window in seconds"),
@@ -116,6 +118,10 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->session_ttl_s = 12 * 3600;
     cfg->node_timeout_s = 10;
     cfg->sched_interval_ms = 1000;
+    /* A hung leader is replaced 10 to 12 s after its last renewal, as a
+     * vanished host is (about 11 s, db.c's keepalives); renewed every 2 s,
+     * so four lost renewals in a row, or a pass of 8 s, are tolerated. */
+    cfg->leader_lease_ms = 10000;
     cfg->access_log = 1;
     cfg->login_max_failures = 10;
     cfg->login_window_s = 300;

@@ -32,6 +32,7 @@ struct srv_config {
     int session_ttl_s;              /* browser session lifetime */
     int node_timeout_s;             /* heartbeat silence before a node is down */
     int sched_interval_ms;          /* longest time between scheduler passes */
+    int leader_lease_ms;            /* scheduling lease; renewed every fifth of it (lease.h) */
     int access_log;                 /* 1 = one logfmt line per request */
     int login_max_failures;         /* per user and per address, per window */
     int login_window_s;             /* the rate-limit window */

@@ -54,6 +54,7 @@ static _Atomic uint64_t g_webhook_failures, g_job_restarts, g_job_preemptions;
 static _Atomic uint64_t g_polls_expired;
 /* Long-polls parked now (a gauge: it goes down as well as up). */
 static _Atomic int64_t g_polls_parked;
+static _Atomic uint64_t g_lead[METRICS_LEAD_NEVENTS];
 /* Wall clock at metrics_mark_start(); 0 until then. */
 static _Atomic int64_t g_start_s;
 
@@ -151,6 +152,12 @@ void metrics_long_polls_parked_add(int delta)
 void metrics_long_poll_expired(void)
 {
     add(&g_polls_expired, 1);
+}
+
+void metrics_lead_event(enum metrics_lead_event e)
+{
+    if (e >= 0 && e < METRICS_LEAD_NEVENTS)
+        add(&g_lead[e], 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -344,6 +351,16 @@ static void render_process(const struct srv_app *app, struct out *o)
     head(o, "trainyard_job_preemptions_total", "counter",
          "Running jobs the scheduler preempted (they restart when GPUs free up)");
     put(o, "trainyard_job_preemptions_total %llu\n", (unsigned long long)get(&g_job_preemptions));
+    head(o, "trainyard_scheduler_lead_changes_total", "counter",
+         "Scheduling lease events on this replica: acquired, lost, and takeover (a stale "
+         "leader's session ended)");
+    {
+        static const char *const ev[] = {"acquired", "lost", "takeover"};
+        _Static_assert(sizeof(ev) / sizeof(ev[0]) == METRICS_LEAD_NEVENTS, "one name per event");
+        for (size_t i = 0; i < METRICS_LEAD_NEVENTS; i++)
+            put(o, "trainyard_scheduler_lead_changes_total{event=\"%s\"} %llu\n", ev[i],
+                (unsigned long long)get(&g_lead[i]));
+    }
 }
 
 static const char *const job_states[] = {"QUEUED",     "PLACED",    "STARTING", "RUNNING",

@@ -65,6 +65,15 @@ void metrics_long_polls_parked_add(int delta);
 /* A parked request resumed by its deadline rather than by news. */
 void metrics_long_poll_expired(void);
 
+/* The scheduling lease's events on this replica (docs/metrics.md). */
+enum metrics_lead_event {
+    METRICS_LEAD_ACQUIRED, /* it took the lease and leads */
+    METRICS_LEAD_LOST,     /* it stopped leading: lease taken, session ended or lapsed */
+    METRICS_LEAD_TAKEOVER, /* it ended a stale leader's session */
+    METRICS_LEAD_NEVENTS
+};
+void metrics_lead_event(enum metrics_lead_event e);
+
 /* The cluster's state as /metrics shows it: rows that store/db_scrape.c
  * reads from PostgreSQL in one query. Kinds of rows; each names the metric
  * it feeds in metrics.c. */

@@ -35,6 +35,7 @@ struct forecast {
     struct sched_forecast out; /* the last simulation */
     struct db_forecast_entry *entries;
     size_t e_cap;
+    int64_t lease_epoch; /* the lease the stored forecasts are fenced by (db_lease.h) */
 };
 
 enum rc forecast_new(const struct srv_config *cfg, struct forecast **out)
@@ -67,8 +68,9 @@ void forecast_free(struct forecast *f)
     free(f);
 }
 
-void forecast_reset(struct forecast *f)
+void forecast_reset(struct forecast *f, int64_t lease_epoch)
 {
+    f->lease_epoch = lease_epoch;
     pred_free(f->pred);
     f->pred = NULL;
     db_forecast_mark_init(&f->mark);
@@ -345,6 +347,7 @@ enum rc forecast_refresh(struct forecast *f, PGconn *c, const struct sched_polic
     meta.generated_ms = snap->now_ms;
     meta.truncated = f->out.truncated;
     meta.duration_us = srv_mono_us() - t0;
+    meta.lease_epoch = f->lease_epoch;
     rc = db_forecast_store(c, f->entries, n, &meta);
     if (rc == RC_OK) {
         f->last_store_us = srv_mono_us();

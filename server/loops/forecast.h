@@ -45,8 +45,10 @@ enum rc forecast_new(const struct srv_config *cfg, struct forecast **out) TY_WUR
 void forecast_free(struct forecast *f);
 
 /* Forget what was learned (this replica stopped leading, or its session
- * ended): the next forecast_prepare() learns again from the start. */
-void forecast_reset(struct forecast *f);
+ * ended): the next forecast_prepare() learns again from the start. Called
+ * when this replica takes the lead: each stored forecast is fenced by
+ * lease_epoch, the scheduling lease's epoch (db_lease.h). */
+void forecast_reset(struct forecast *f, int64_t lease_epoch);
 
 /* The options sched_forecast() runs with under cfg (caller storage). */
 void forecast_opts(const struct srv_config *cfg, struct sched_forecast_opts *out);

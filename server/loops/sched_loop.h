@@ -2,7 +2,10 @@
  * sched_loop.h - the scheduler thread of trainyard-server.
  *
  * Only the leader schedules: the thread holds a PostgreSQL session advisory
- * lock on its own connection; a second replica's thread waits for it. Each
+ * lock on its own connection and a lease it renews (lease.h, db_lease.h);
+ * a second replica's thread waits for it, and ends the holder's session
+ * when the lease has expired (a hung leader). Each write of the leader is
+ * fenced by the lease's epoch. Each
  * pass reads a snapshot (db_sched.c), runs the pure scheduler library
  * (scheduler/sched.h) and writes the placements, preemptions and the
  * reservation in one transaction, then wakes the nodes' long-polls.

@@ -14,6 +14,11 @@
  * transaction takes its row locks in this order, so that no two wait on each
  * other in a cycle:
  *
+ *   0. the leader's lease row (leader_lease, db_lease.h): a leader-only write
+ *      (a pass's apply, the stored forecast) share-locks it first, as its
+ *      fence (db_lease_fence). The lease's own statements (take, renew) run
+ *      alone and lock nothing else, and a follower ending a stale leader's
+ *      session locks no row at all, so a hung holder cannot block it.
  *   1. node rows (nodes): a node's own requests lock its row first; the
  *      monitor locks the nodes it declares lost in id order.
  *   2. job rows, in ascending id, every one the transaction will change,

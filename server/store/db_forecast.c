@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "db_lease.h"
 #include "log.h"
 
 #define ISO_MS(x) "to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
@@ -271,8 +272,11 @@ enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n
         rc = db_begin(c);
     if (rc != RC_OK)
         goto out;
-    /* Nothing but this writes these tables: no lock order to keep. */
-    rc = db_exec_ok(c, "forecast", "DELETE FROM queue_forecast", 0, NULL);
+    /* Nothing but this writes these tables: no lock order to keep beyond
+     * the lease row, first (db.h). */
+    rc = db_lease_fence(c, DB_LEASE_SCHEDULER, meta->lease_epoch, "forecast");
+    if (rc == RC_OK)
+        rc = db_exec_ok(c, "forecast", "DELETE FROM queue_forecast", 0, NULL);
     if (rc == RC_OK) {
         const char *p[NCOLS];
         for (size_t k = 0; k < NCOLS; k++)

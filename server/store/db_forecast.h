@@ -92,6 +92,7 @@ struct db_forecast_meta {
     int64_t generated_ms; /* database clock */
     bool truncated;
     int64_t duration_us;
+    int64_t lease_epoch; /* the writer's scheduling lease, fenced in the transaction (db_lease.h) */
 };
 
 /*
@@ -100,7 +101,9 @@ struct db_forecast_meta {
  * counts of its queued jobs per team and user (queue_forecast_totals) that
  * db_forecast_page() sums for `total`. Reads, but neither locks nor writes,
  * a job row (only for an entry whose team or user is 0); touches no audit
- * head (lock order: db.h); not audited (derived data).
+ * head (lock order: db.h); not audited (derived data). Fenced first by
+ * meta->lease_epoch (db_lease_fence): RC_ECONFLICT, nothing written, when
+ * that lease is no longer this session's.
  */
 enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n,
                           const struct db_forecast_meta *meta) TY_WUR;

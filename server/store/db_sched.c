@@ -15,6 +15,7 @@
 #include "db.h"
 #include "db_alloc.h"
 #include "db_jobs.h"
+#include "db_lease.h"
 #include "db_plan.h"
 #include "jobplan.h"
 #include "log.h"
@@ -471,6 +472,7 @@ struct apply_tx {
     PGconn *c;
     const struct db_sched_snapshot *s;
     const struct sched_decisions *d;
+    int64_t lease_epoch;
     int port_min, port_max;
     int *placed;
     int64_t *nodes_touched;
@@ -510,7 +512,10 @@ static enum rc apply_body(void *arg)
 
     *x->placed = 0;
     *x->nnodes_touched = 0;
-    rc = lock_decided_jobs(c, d);
+    /* Lock order (db.h): the lease row before the job rows. */
+    rc = db_lease_fence(c, DB_LEASE_SCHEDULER, x->lease_epoch, "sched");
+    if (rc == RC_OK)
+        rc = lock_decided_jobs(c, d);
     for (size_t i = 0; rc == RC_OK && i < d->npreemptions; i++) {
         const struct sched_preemption *pe = &d->preemptions[i];
         int quota = pe->reason == SCHED_PREEMPT_QUOTA;
@@ -547,12 +552,12 @@ static enum rc apply_body(void *arg)
     return rc;
 }
 
-enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
+enum rc db_sched_apply(PGconn *c, int64_t lease_epoch, const struct db_sched_snapshot *s,
                        const struct sched_decisions *d, int port_min, int port_max, int *placed,
                        int64_t *nodes_touched, size_t nodes_max, size_t *nnodes_touched)
 {
     struct apply_tx x = {
-        c, s, d, port_min, port_max, placed, nodes_touched, nodes_max, nnodes_touched};
+        c, s, d, lease_epoch, port_min, port_max, placed, nodes_touched, nodes_max, nnodes_touched};
     enum rc rc = db_tx(c, apply_body, &x, "sched");
 
     if (rc == RC_OK) {

@@ -44,9 +44,12 @@ void db_sched_snapshot_free(struct db_sched_snapshot *s);
  * those of new placements and those whose ranks were preempted.
  * Every job of d is locked in id order before the first write (db.h "Lock
  * order"), and the transaction runs again on a deadlock (db_tx), so the
- * caller wakes the nodes only after this returns RC_OK.
+ * caller wakes the nodes only after this returns RC_OK. Before anything,
+ * the transaction is fenced by lease_epoch, the scheduling lease's epoch
+ * the decisions were made under (db_lease_fence): RC_ECONFLICT, nothing
+ * written, when that lease is no longer this session's.
  */
-enum rc db_sched_apply(PGconn *c, const struct db_sched_snapshot *s,
+enum rc db_sched_apply(PGconn *c, int64_t lease_epoch, const struct db_sched_snapshot *s,
                        const struct sched_decisions *d, int port_min, int port_max, int *placed,
                        int64_t *nodes_touched, size_t nodes_max, size_t *nnodes_touched) TY_WUR;
 

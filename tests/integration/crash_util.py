@@ -6,6 +6,7 @@ reached a server: retried), and the checks that follow a crash.
 Not a test itself (ctest runs test_*.py only)."""
 import errno
 import http.client
+import shutil
 import socket
 import struct
 import threading
@@ -186,6 +187,20 @@ def assert_chain_verifies(test, db, client):
     test.assertEqual(harness.verify_chain_rows(rows), 0)
     test.assertEqual(v["checked"], len(rows))
     return len(rows)
+
+
+def stop_all(workers, servers, db, tmp):
+    """What a crash test started, stopped in its finally: the workers and
+    servers still running (a server's exit status is checked), the
+    database dropped, the scratch directory removed."""
+    for w in workers:
+        if w.proc.poll() is None:
+            w.stop()
+    for s in servers:
+        if s.proc.poll() is None:
+            s.stop()
+    db.close()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def record(name, **figures):

@@ -33,7 +33,7 @@ import harness  # noqa: E402
 from harness import ADMIN_PASSWORD, Client, Database, Server, wait_for  # noqa: E402
 
 LEADS = "this replica leads scheduling"
-LOST = "lost the scheduling lock's session"
+LOST = "lost the scheduling lease"
 LEADER_KEY = 7243002  # server/loops/sched_loop.c SCHED_LEADER_KEY
 
 

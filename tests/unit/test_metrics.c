@@ -113,6 +113,9 @@ static void test_process_counters(void **state)
     metrics_long_polls_parked_add(1);
     metrics_long_polls_parked_add(-1); /* a gauge: resumed polls leave it */
     metrics_long_poll_expired();
+    metrics_lead_event(METRICS_LEAD_ACQUIRED);
+    metrics_lead_event(METRICS_LEAD_ACQUIRED);
+    metrics_lead_event(METRICS_LEAD_TAKEOVER);
     text = render(NULL);
     assert_non_null(strstr(text, "trainyard_scheduler_pass_duration_seconds_bucket{le=\"0.005\"} "
                                  "1\n"));
@@ -130,6 +133,9 @@ static void test_process_counters(void **state)
     assert_non_null(strstr(text, "# TYPE trainyard_long_polls_parked gauge\n"));
     assert_non_null(strstr(text, "trainyard_long_polls_parked 1\n"));
     assert_non_null(strstr(text, "trainyard_long_polls_expired_total 1\n"));
+    assert_non_null(strstr(text, "trainyard_scheduler_lead_changes_total{event=\"acquired\"} 2\n"));
+    assert_non_null(strstr(text, "trainyard_scheduler_lead_changes_total{event=\"lost\"} 0\n"));
+    assert_non_null(strstr(text, "trainyard_scheduler_lead_changes_total{event=\"takeover\"} 1\n"));
     free(text);
 }
 
