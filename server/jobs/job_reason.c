@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "jx.h"
 
 static void set(struct job_reason *r, const char *code, json_t *params, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
@@ -59,5 +60,5 @@ char *job_reason_params_text(const struct job_reason *r)
 {
     if (r->params == NULL)
         return strdup("{}");
-    return json_dumps(r->params, JSON_COMPACT | JSON_SORT_KEYS);
+    return jx_dumps(r->params, JSON_COMPACT | JSON_SORT_KEYS);
 }
