@@ -10,40 +10,15 @@ worker protocol itself:
 
 The server has no attempts listing; the attempts table is read directly."""
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import ServerTest, wait_for  # noqa: E402
+from harness import wait_for  # noqa: E402
 
 
-class CancelAttemptTest(ServerTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.root = tempfile.mkdtemp(prefix="ty-cancel-")
-        cls.server_args = ("--storage-root", cls.root, "--sched-interval-ms", "200",
-                           "--node-timeout-s", "120")
-        super().setUpClass()
-        st, cls.team, _ = cls.admin.post("/api/v1/teams", {"name": "ml"})
-        assert st == 201, cls.team
-        cls.node = harness.join_fake_node(cls.server.url, cls.admin, "can-a")
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            shutil.rmtree(cls.root, ignore_errors=True)
-
-    def take(self, jid):
-        def poll():
-            st, body, _ = self.node.get("/api/v1/agent/assignments?wait=2")
-            self.assertEqual(st, 200, body)
-            mine = [a for a in body["assignments"] if a["job_id"] == jid]
-            return mine[0] if mine else None
-        return wait_for(poll, timeout=60, what="the assignment of job %s" % jid)
+class CancelAttemptTest(harness.FakeNodeTest):
+    node_name = "can-a"
 
     def submit(self, name):
         st, job, _ = self.admin.post("/api/v1/jobs", {
