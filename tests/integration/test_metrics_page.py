@@ -65,7 +65,7 @@ class MetricsPageTest(ServerTest):
         # The API's default of 5,000, more than the job has: through the
         # index too (a bitmap of it is as good), never a walk of every job's.
         plan = self.plan(0, 5000)
-        self.assertIn("on metrics_job_id", plan, plan)
+        self.assertIn("metrics_job_id", plan, plan)
         self.assertNotIn("metrics_pkey", plan, plan)
 
     def plan(self, after, limit):
