@@ -5,6 +5,7 @@
 #include "jx.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static _Thread_local unsigned long jx_alloc_failures; /* this thread's, ever */
 
@@ -44,6 +45,15 @@ enum rc jx_loadb(const char *buf, size_t len, size_t flags, json_t **out, json_e
     }
     *out = j;
     return j != NULL ? RC_OK : RC_EINVAL;
+}
+
+json_t *jx_loads(const char *text, size_t flags)
+{
+    json_t *j = NULL;
+
+    if (jx_loadb(text, strlen(text), flags, &j, NULL) != RC_OK)
+        return NULL;
+    return j;
 }
 
 char *jx_dumps(const json_t *j, size_t flags)

@@ -37,6 +37,14 @@ enum rc jx_loadb(const char *buf, size_t len, size_t flags, json_t **out /* out 
                  json_error_t *jerr) TY_WUR;
 
 /*
+ * json_loads() of a text that came from a trusted writer (a column the
+ * server stored, a constant), where not JSON and out of memory are one
+ * failure to the caller: a new reference, or NULL for either. text is
+ * borrowed.
+ */
+json_t *jx_loads(const char *text, size_t flags);
+
+/*
  * json_dumps() that returns NULL when an allocation failed on the way (with
  * jx_init() done, also one jansson itself did not notice). The result is
  * malloc'ed (free() it); j is borrowed.

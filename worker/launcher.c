@@ -36,6 +36,7 @@
 #include "log.h"
 #include "netns.h"
 #include "pathpol.h"
+#include "utf8cut.h"
 
 #define POLL_MS 100
 /* After the last rank ended, wait at most this long for its pipes to close. */
@@ -129,7 +130,7 @@ static void terminate_locked(struct lattempt *a, const char *code, const char *p
     a->terminating = 1;
     a->kill_at_ms = mono_ms() + (int64_t)(grace_s >= 0 ? grace_s : a->grace_s) * 1000;
     if (a->reason[0] == '\0') {
-        snprintf(a->reason, sizeof(a->reason), "%s", reason);
+        utf8_copy(a->reason, sizeof(a->reason), reason);
         snprintf(a->reason_code, sizeof(a->reason_code), "%s", code);
         snprintf(a->reason_params, sizeof(a->reason_params), "%s", params);
     }
@@ -372,7 +373,7 @@ static void build_report(const struct lattempt *a, struct wrk_exit_report *r)
             r->ranks[i].signal = a->procs[0].signal;
         }
     }
-    snprintf(r->reason, sizeof(r->reason), "%s", a->reason);
+    utf8_copy(r->reason, sizeof(r->reason), a->reason);
     snprintf(r->reason_code, sizeof(r->reason_code), "%s", a->reason_code);
     snprintf(r->reason_params, sizeof(r->reason_params), "%s", a->reason_params);
 }

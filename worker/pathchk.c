@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "pathpol.h"
+#include "utf8cut.h"
 
 int wrk_path_inside(const char *real, const char *root)
 {
@@ -64,7 +65,7 @@ static enum rc check_both(const char *path, const char *const *roots, size_t nro
     if (rc == RC_EPOLICY && e != NULL &&
         strcmp(e->message, "path escapes the allowed storage roots") == 0) {
         /* Say which of the two lists refused it. */
-        snprintf(detail, sizeof(detail), "%s", e->detail);
+        utf8_copy(detail, sizeof(detail), e->detail);
         err_set(e, RC_EPOLICY, NULL, "path is outside the storage roots of the job's site");
         err_code(e, "policy_violation");
         err_detail(e, "%s", detail);

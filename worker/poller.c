@@ -12,6 +12,7 @@
 #include "agent_int.h"
 #include "log.h"
 #include "reason_codes.h"
+#include "utf8cut.h"
 
 void wrk_poller_init(struct wrk_poller *p)
 {
@@ -123,7 +124,7 @@ static void handle_assignments(struct wrk_poller *p, const json_t *resp)
             LOG_WARN("agent", "invalid assignment", "attempt_id=%s error=\"%s\"", bad_id,
                      e.message);
             snprintf(q->attempt_id, sizeof(q->attempt_id), "%s", bad_id);
-            snprintf(q->reason, sizeof(q->reason), "%s", e.message);
+            utf8_copy(q->reason, sizeof(q->reason), e.message);
             q->code = RSN_ASSIGNMENT_INVALID;
         } else {
             LOG_WARN("agent", "invalid assignment without an attempt id", "error=\"%s\"",

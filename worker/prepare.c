@@ -20,6 +20,7 @@
 #include "pathpol.h"
 #include "refuse.h"
 #include "state.h"
+#include "utf8cut.h"
 
 /*
  * The rank-0 node confirms the rendezvous port is free before starting: a
@@ -90,6 +91,7 @@ static enum rc check_paths(struct wrk_agent *a, const struct wrk_assignment *as,
                  e.detail[0] ? " " : "", e.detail);
     else
         snprintf(reason, reason_size, "cannot prepare %s: %s", field, e.message);
+    utf8_cut_tail(reason);
     return rc;
 }
 
@@ -109,6 +111,7 @@ static int refuse_missing_script(struct wrk_agent *a, const struct wrk_assignmen
     pathpol_quote(script, strlen(script), q, sizeof(q));
     snprintf(reason, sizeof(reason), "the script \"%s\" does not exist%s", q,
              script[0] == '/' ? "" : " in the working directory");
+    utf8_cut_tail(reason);
     wrk_refuse_cause(a->shipper, as->attempt_id, as, RSN_SCRIPT_NOT_FOUND,
                      json_pack("{s:s}", "script", q), reason, WRK_CAUSE_SCRIPT_NOT_FOUND, q);
     return 1;

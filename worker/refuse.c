@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "utf8cut.h"
 
 void wrk_refuse_cause(struct wrk_shipper *s, const char *attempt_id,
                       const struct wrk_assignment *as, const char *code, json_t *params,
@@ -18,7 +19,7 @@ void wrk_refuse_cause(struct wrk_shipper *s, const char *attempt_id,
 
     memset(&r, 0, sizeof(r));
     snprintf(r.attempt_id, sizeof(r.attempt_id), "%s", attempt_id);
-    snprintf(r.reason, sizeof(r.reason), "%s", reason);
+    utf8_copy(r.reason, sizeof(r.reason), reason);
     snprintf(r.reason_code, sizeof(r.reason_code), "%s", code);
     ps = params != NULL ? json_dumps(params, JSON_COMPACT) : NULL;
     /* Too long for the report: the code alone (the text still says it all). */
@@ -28,7 +29,7 @@ void wrk_refuse_cause(struct wrk_shipper *s, const char *attempt_id,
     json_decref(params);
     if (cause != NULL) {
         snprintf(r.failure, sizeof(r.failure), "%s", cause);
-        snprintf(r.failure_detail, sizeof(r.failure_detail), "%s", detail ? detail : "");
+        utf8_copy(r.failure_detail, sizeof(r.failure_detail), detail ? detail : "");
     }
     if (as != NULL) {
         r.node_rank = as->node_rank;

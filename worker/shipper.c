@@ -18,6 +18,7 @@
 #include "shipper.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,7 @@ struct wrk_shipper {
     struct item *scan_after;        /* under mu: see the file comment; NULL = the head */
     size_t inflight;                /* under mu */
     uint64_t dropped;               /* under mu */
+    uint64_t refused;               /* under mu: bodies the server refused for good */
     struct dropc drops[DROP_SLOTS]; /* under mu */
     int stop;                       /* under mu */
     int64_t stop_deadline_ms;       /* under mu */
@@ -170,13 +172,13 @@ static void push_locked(struct wrk_shipper *s, struct item *it)
     pthread_cond_signal(&s->cv);
 }
 
-static void count_drop_locked(struct wrk_shipper *s, const char *id)
+/* Under mu: n more lines of attempt id to report as dropped in its next batch. */
+static void drops_add_locked(struct wrk_shipper *s, const char *id, uint64_t n)
 {
     struct dropc *free_slot = NULL;
-    s->dropped++;
     for (size_t i = 0; i < DROP_SLOTS; i++) {
         if (strcmp(s->drops[i].attempt_id, id) == 0) {
-            s->drops[i].n++;
+            s->drops[i].n += n;
             return;
         }
         if (free_slot == NULL && s->drops[i].attempt_id[0] == '\0')
@@ -184,8 +186,14 @@ static void count_drop_locked(struct wrk_shipper *s, const char *id)
     }
     if (free_slot != NULL) {
         snprintf(free_slot->attempt_id, sizeof(free_slot->attempt_id), "%s", id);
-        free_slot->n = 1;
+        free_slot->n = n;
     }
+}
+
+static void count_drop_locked(struct wrk_shipper *s, const char *id)
+{
+    s->dropped++;
+    drops_add_locked(s, id, 1);
 }
 
 /* Unlink line it (whose predecessor is prev, NULL at the head), count and free it. */
@@ -300,6 +308,7 @@ void wrk_shipper_exit(struct wrk_shipper *s, const struct wrk_exit_report *r)
 {
     json_t *ranks = json_array();
     json_t *failure = NULL, *params = NULL;
+    char *why;
 
     for (size_t i = 0; ranks != NULL && i < r->nranks; i++) {
         const struct wrk_exit_rank *x = &r->ranks[i];
@@ -322,19 +331,35 @@ void wrk_shipper_exit(struct wrk_shipper *s, const struct wrk_exit_report *r)
             params = json_object();
         }
     }
+    /* The reason may hold a path or a message the node did not write (a cut
+     * is already on a character boundary, utf8cut.h): made valid UTF-8, so
+     * that the report can always be encoded and stored. */
+    why = wrk_utf8_clean(r->reason, strlen(r->reason));
     push_report(s, IT_EXIT, r->attempt_id,
                 json_pack("{s:i, s:o*, s:s, s:o*, s:s*, s:o*}", "node_rank", r->node_rank, "ranks",
-                          ranks, "reason", r->reason, "failure", failure, "reason_code",
+                          ranks, "reason", why ? why : "", "failure", failure, "reason_code",
                           r->reason_code[0] ? r->reason_code : NULL, "reason_params", params));
+    free(why);
+}
+
+/* A counter of s (one of its fields, under mu), read under mu. */
+static uint64_t read_locked(struct wrk_shipper *s, const uint64_t *counter)
+{
+    uint64_t n;
+    pthread_mutex_lock(&s->mu);
+    n = *counter;
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }
 
 uint64_t wrk_shipper_dropped(struct wrk_shipper *s)
 {
-    uint64_t n;
-    pthread_mutex_lock(&s->mu);
-    n = s->dropped;
-    pthread_mutex_unlock(&s->mu);
-    return n;
+    return read_locked(s, &s->dropped);
+}
+
+uint64_t wrk_shipper_refused(struct wrk_shipper *s)
+{
+    return read_locked(s, &s->refused);
 }
 
 size_t wrk_shipper_pending(struct wrk_shipper *s)
@@ -386,8 +411,14 @@ static int add_line(json_t *logs, json_t *metrics, json_t *ckpts, const struct i
     return 0;
 }
 
-/* Post until the server answers something final or the stop deadline passes. */
-static void post_retry(struct wrk_shipper *s, const char *path, const json_t *body)
+/*
+ * Post until the server answers something final or the stop deadline
+ * passes. Returns 1 when the server refused the body for good (a 4xx other
+ * than 408 and 429: the same body would be refused again, and retrying it
+ * would hold up everything queued behind it on this one thread), else 0.
+ * No answer, a 5xx, 408 and 429 are retried with backoff.
+ */
+static int post_retry(struct wrk_shipper *s, const char *path, const json_t *body)
 {
     int backoff_ms = 250;
     for (;;) {
@@ -395,17 +426,21 @@ static void post_retry(struct wrk_shipper *s, const char *path, const json_t *bo
         enum rc rc = s->o.post(s->o.post_ctx, path, body, &status);
         int64_t deadline;
         if (rc == RC_OK && status >= 200 && status < 300)
-            return;
+            return 0;
         if (rc == RC_OK && status >= 400 && status < 500 && status != 408 && status != 429) {
-            LOG_WARN("ship", "server refused a report", "path=%s status=%ld", path, status);
-            return;
+            LOG_WARN("ship", "server refused a report, set aside", "path=%s status=%ld", path,
+                     status);
+            pthread_mutex_lock(&s->mu);
+            s->refused++;
+            pthread_mutex_unlock(&s->mu);
+            return 1;
         }
         pthread_mutex_lock(&s->mu);
         deadline = s->stop ? s->stop_deadline_ms : 0;
         if (deadline != 0 && mono_ms() >= deadline) {
             pthread_mutex_unlock(&s->mu);
             LOG_WARN("ship", "giving up on a report at shutdown", "path=%s", path);
-            return;
+            return 0;
         }
         timed_wait(s, backoff_ms);
         pthread_mutex_unlock(&s->mu);
@@ -473,7 +508,20 @@ static void send_lines(struct wrk_shipper *s, const char *id, struct item *batch
         return;
     }
     snprintf(path, sizeof(path), "/api/v1/agent/attempts/%s/output", id);
-    post_retry(s, path, body);
+    if (post_retry(s, path, body)) {
+        /* The batch's lines are lost: counted as dropped, so the attempt's
+         * next batch reports them (dropped_logs) with the lines the full
+         * queue dropped, and the job shows how many never arrived. */
+        uint64_t n = 0;
+        for (struct item *it = batch; it != NULL; it = it->next)
+            n++;
+        pthread_mutex_lock(&s->mu);
+        s->dropped += n;
+        drops_add_locked(s, id, n + dropped); /* and the count the batch carried */
+        pthread_mutex_unlock(&s->mu);
+        LOG_WARN("ship", "output batch refused, lines counted as dropped",
+                 "attempt_id=%s lines=%" PRIu64, id, n);
+    }
     json_decref(body);
 }
 

@@ -9,8 +9,14 @@
  * batches per attempt (at most WRK_BATCH_MAX_BYTES, at most about a second
  * old), turns TRAINYARD_METRIC / TRAINYARD_CHECKPOINT lines into metrics and
  * checkpoints (lines.h) and POSTs them; an attempt's exit report leaves only
- * after every line queued before it. Failed posts (no answer, 5xx, 429) are
- * retried with backoff; the seq numbers make retries idempotent.
+ * after every line queued before it. Failed posts (no answer, 5xx, 408,
+ * 429) are retried with backoff; the seq numbers make retries idempotent.
+ * A body the server refuses for good (any other 4xx: it can never be
+ * stored, and the one shipper thread must not stall on it) is set aside:
+ * logged and counted (wrk_shipper_refused()); an output batch's lines are
+ * counted as dropped, like lines the full queue dropped, so the attempt's
+ * next batch reports them to the server (dropped_logs) and the next
+ * queued item goes on.
  *
  * Thread-safety: every function is thread-safe; post() runs on the shipper
  * thread only.
@@ -66,8 +72,13 @@ void wrk_shipper_started(struct wrk_shipper *s, const char *attempt_id, int node
 /* Queue the exit report (copied). */
 void wrk_shipper_exit(struct wrk_shipper *s, const struct wrk_exit_report *r);
 
-/* Lines dropped so far because the queue was full. */
+/* Lines dropped so far because the queue was full or the server refused
+ * their batch for good. */
 uint64_t wrk_shipper_dropped(struct wrk_shipper *s);
+
+/* Bodies (output batches, started and exit reports) the server refused for
+ * good (a 4xx other than 408 and 429) and that were set aside. */
+uint64_t wrk_shipper_refused(struct wrk_shipper *s);
 
 /* Items still queued or in flight. */
 size_t wrk_shipper_pending(struct wrk_shipper *s);

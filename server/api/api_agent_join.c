@@ -28,6 +28,7 @@
 #include "crypto.h"
 #include "db_agent.h"
 #include "db_audit.h"
+#include "jx.h"
 
 enum rc api_join_token_create(struct srv_req *req)
 {
@@ -163,7 +164,7 @@ enum rc api_agent_join(struct srv_req *req)
         return RC_EINTERNAL;
     crypto_sha256_hex(cred, strlen(cred), ch);
     labels = json_object_get(req->body, "labels") != NULL
-                 ? json_dumps(json_object_get(req->body, "labels"), JSON_COMPACT)
+                 ? jx_dumps(json_object_get(req->body, "labels"), JSON_COMPACT)
                  : strdup("{}");
     if (labels == NULL)
         return RC_ENOMEM;

@@ -22,6 +22,7 @@
 #include "lifecycle.h"
 #include "notify.h"
 #include "reason_codes.h"
+#include "utf8cut.h"
 #include "waiters.h"
 
 /* The started report's transaction (api_tx body): one job, locked first
@@ -122,6 +123,7 @@ static void exit_cause_reason(const json_t *body, int deterministic, int attempt
         code = wcode;
         params = wp != NULL ? json_deep_copy(wp) : json_object();
     }
+    utf8_cut_tail(text); /* why, cut to fit, must stay UTF-8 */
     if (params != NULL) {
         json_object_set_new(params, "attempt", json_integer(attempt));
         json_object_set_new(params, "node", json_string(node));
@@ -145,7 +147,11 @@ static int node_ok(const json_t *body)
     return 1;
 }
 
+/* The longest "reason" of an exit report, in bytes. */
+#define EXIT_REASON_MAX 4096
+
 /*
+ * "reason" (absent or a string of at most EXIT_REASON_MAX bytes),
  * "reason_code" and "reason_params" of an exit report (docs/agent-protocol.md):
  * absent, or a string of at most RSN_CODE_MAX bytes and an object of at most
  * 16 members whose values are strings of at most 512 bytes, integers or
@@ -159,6 +165,13 @@ static enum rc exit_reason_check(struct srv_req *req)
     const json_t *params = json_object_get(req->body, "reason_params"), *v;
     const char *k;
 
+    const json_t *why = json_object_get(req->body, "reason");
+
+    /* What a worker sends is a few hundred bytes (worker/launcher.h); a
+     * text past this is no reason, and is refused rather than stored cut. */
+    if (why != NULL && (!json_is_string(why) || json_string_length(why) > EXIT_REASON_MAX))
+        return srv_fail(req, RC_EINVAL, "reason", "reason must be a string of at most %d bytes",
+                        EXIT_REASON_MAX);
     if (code != NULL && (!json_is_string(code) || json_string_length(code) > RSN_CODE_MAX))
         return srv_fail(req, RC_EINVAL, "reason_code",
                         "reason_code must be a string of at most %d bytes", RSN_CODE_MAX);

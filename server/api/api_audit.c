@@ -40,6 +40,7 @@
 #include "db_audit.h"
 #include "db_audit_keys.h"
 #include "db_audit_sign.h"
+#include "jx.h"
 #include "log.h"
 
 /* Exports at once: each holds a database connection for its whole stream. */
@@ -253,7 +254,7 @@ static int buf_puts(struct export *x, const char *s)
 static int buf_json_string(struct export *x, const char *s)
 {
     json_t *j = json_string(s);
-    char *t = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+    char *t = j ? jx_dumps(j, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
     int r = t != NULL ? buf_puts(x, t) : buf_puts(x, "\"\"");
 
     free(t);
@@ -398,13 +399,13 @@ static enum rc export_row(struct export *x, const PGresult *res, int i)
         goto counted;
     /* Details that are not JSON go out as a string: the event's hash then
      * fails where the verifier looks, instead of the server hiding it. */
-    details = json_loads(PQgetvalue(res, i, 7), JSON_DECODE_ANY, NULL);
+    details = jx_loads(PQgetvalue(res, i, 7), JSON_DECODE_ANY);
     if (details == NULL)
         details = json_string(PQgetvalue(res, i, 7));
     f = audit_fields_of_row(res, i, id, details);
     if (x->csv) {
-        dtext = details ? json_dumps(details, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII |
-                                                  JSON_ENCODE_ANY)
+        dtext = details ? jx_dumps(details, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII |
+                                                JSON_ENCODE_ANY)
                         : NULL;
         bad = dtext == NULL;
         db_i64(id, idbuf, sizeof(idbuf));
@@ -488,7 +489,7 @@ static enum rc export_manifest(struct export *x)
     }
     if ((rc = audit_sign_object(x->key, m)) != RC_OK)
         goto out;
-    text = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    text = jx_dumps(m, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
     if (text == NULL) {
         rc = RC_ENOMEM;
         goto out;

@@ -25,6 +25,7 @@
 #include "jobplan.h"
 #include "jobs_hooks.h"
 #include "jobspec.h"
+#include "jx.h"
 #include "notify.h"
 #include "templates.h"
 #include "tpl_expand.h"
@@ -179,7 +180,7 @@ static enum rc idempotency_key(struct srv_req *req, const char **key,
             return srv_fail(req, RC_EINVAL, "Idempotency-Key",
                             "the Idempotency-Key header must be printable ASCII without spaces");
     /* Sorted keys: the same request however its client ordered the fields. */
-    text = json_dumps(req->body, JSON_COMPACT | JSON_SORT_KEYS);
+    text = jx_dumps(req->body, JSON_COMPACT | JSON_SORT_KEYS);
     if (text == NULL)
         return RC_ENOMEM;
     crypto_sha256_hex(text, strlen(text), hash);
@@ -369,7 +370,7 @@ enum rc api_job_list(struct srv_req *req)
         json_array_size(rows) == (size_t)f.limit ? json_array_get(rows, (size_t)f.limit - 1) : NULL;
     page = json_pack("{s:o,s:O}", "jobs", rows, "next_cursor",
                      last ? json_object_get(last, "id") : json_null());
-    req->resp_raw = page ? json_dumps(page, JSON_COMPACT) : NULL;
+    req->resp_raw = page ? jx_dumps(page, JSON_COMPACT) : NULL;
     json_decref(page);
     if (req->resp_raw == NULL)
         return RC_ENOMEM;

@@ -23,6 +23,7 @@
 #include "db_auth.h"
 #include "db_jobs.h"
 #include "db_logs.h"
+#include "jx.h"
 
 #define SSE_PING_MS 15000
 #define SSE_BATCH 500
@@ -139,7 +140,7 @@ static int add_job_events(struct follow *fw, PGconn *c)
         return 0;
     json_array_foreach(rows, i, row)
     {
-        char *data = json_dumps(row, JSON_COMPACT);
+        char *data = jx_dumps(row, JSON_COMPACT);
         if (data == NULL || !add_event(fw, "job_event", NULL, data)) {
             free(data);
             break;
@@ -171,7 +172,7 @@ static void follow_fill(struct follow *fw)
     if (db_logs_read(c, &fw->f, &rows, fw->req->req_id) == RC_OK) {
         json_array_foreach(rows, i, row)
         {
-            char *data = json_dumps(row, JSON_COMPACT);
+            char *data = jx_dumps(row, JSON_COMPACT);
             const char *id = json_string_value(json_object_get(row, "id"));
             if (data == NULL || !add_event(fw, "log", id, data)) {
                 free(data);

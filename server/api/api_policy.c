@@ -30,6 +30,7 @@
 #include "db_policy.h"
 #include "db_users.h"
 #include "db_webhooks.h"
+#include "jx.h"
 #include "log.h"
 #include "pathpol.h"
 
@@ -126,7 +127,7 @@ static enum rc opt_list(struct srv_req *req, const char *key, size_t max,
             break;
         }
     }
-    if (rc == RC_OK && (*out_json = json_dumps(arr, JSON_COMPACT)) == NULL)
+    if (rc == RC_OK && (*out_json = jx_dumps(arr, JSON_COMPACT)) == NULL)
         rc = RC_ENOMEM;
     json_decref(arr);
     return rc;

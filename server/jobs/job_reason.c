@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "err.h"
+#include "jx.h"
+#include "utf8cut.h"
 
 static void set(struct job_reason *r, const char *code, json_t *params, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
@@ -20,6 +22,9 @@ static void set(struct job_reason *r, const char *code, json_t *params, const ch
     r->code = code;
     r->params = params != NULL ? params : json_object();
     vsnprintf(r->text, sizeof(r->text), fmt, ap);
+    /* A long argument (a worker's reason) is cut to fit: never inside a
+     * character, or PostgreSQL would refuse the text and the report. */
+    utf8_cut_tail(r->text);
 }
 
 void job_reason_init(struct job_reason *r, const char *code, json_t *params, const char *fmt, ...)
@@ -59,5 +64,5 @@ char *job_reason_params_text(const struct job_reason *r)
 {
     if (r->params == NULL)
         return strdup("{}");
-    return json_dumps(r->params, JSON_COMPACT | JSON_SORT_KEYS);
+    return jx_dumps(r->params, JSON_COMPACT | JSON_SORT_KEYS);
 }

@@ -15,6 +15,7 @@
 
 #include "jobspec.h"
 #include "json_check.h"
+#include "jx.h"
 #include "templates_int.h"
 #include "tpl_expand.h"
 
@@ -192,8 +193,12 @@ enum rc tpl_parse(const char *text, size_t len, const char *examples_dir, json_t
     enum rc rc;
 
     *out = NULL;
-    doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (doc == NULL) {
+    rc = jx_loadb(text, len, JSON_REJECT_DUPLICATES, &doc, &jerr);
+    if (rc == RC_ENOMEM) {
+        rc = tpl_oom(e);
+        goto out;
+    }
+    if (rc != RC_OK) {
         rc = jcheck_bad(e, "", NULL, "not valid JSON: %s at line %d", jerr.text, jerr.line);
         goto out;
     }

@@ -4,6 +4,7 @@
 #include "monitor.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -21,7 +22,15 @@
 struct monitor {
     struct srv_app *app;
     pthread_t thread;
+    int64_t started_ms; /* monotonic: when this monitor began to listen */
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 /* One lost node, in the open transaction. */
 static enum rc handle_lost_node(PGconn *c, const json_t *node, int timeout_s)
@@ -143,11 +152,20 @@ static void *monitor_main(void *arg)
     struct monitor *m = arg;
 
     while (!app_stopping(m->app)) {
-        PGconn *c = db_acquire(m->app->db, 1000);
         struct timespec ts = {0, 500 * 1000000L};
-        if (c != NULL) {
-            check_nodes(m, c);
-            db_release(m->app->db, c);
+        /* A node is judged silent only on a full node_timeout_s during which
+         * this server could hear it: the time the server was down (a
+         * restart) is no evidence, and a node that heartbeat up to then
+         * has not yet found the new server. Without this, a restart longer
+         * than the timeout declared every node lost at once and restarted
+         * their jobs, whose ranks ran everything again (a followed log
+         * showed each line twice). Other replicas, if any, kept watching. */
+        if (mono_ms() - m->started_ms >= (int64_t)m->app->cfg->node_timeout_s * 1000) {
+            PGconn *c = db_acquire(m->app->db, 1000);
+            if (c != NULL) {
+                check_nodes(m, c);
+                db_release(m->app->db, c);
+            }
         }
         nanosleep(&ts, NULL);
     }
@@ -161,6 +179,7 @@ enum rc monitor_start(struct srv_app *app, struct monitor **out)
     if (m == NULL)
         return RC_ENOMEM;
     m->app = app;
+    m->started_ms = mono_ms();
     if (pthread_create(&m->thread, NULL, monitor_main, m) != 0) {
         free(m);
         return RC_EINTERNAL;

@@ -17,6 +17,7 @@
 
 #include <libpq-events.h>
 
+#include "jx.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -705,7 +706,7 @@ json_t *db_row_to_json(const PGresult *res, int row)
         } else if (t == OID_BOOL) {
             j = json_boolean(v[0] == 't');
         } else if (t == OID_JSON || t == OID_JSONB) {
-            j = json_loads(v, JSON_DECODE_ANY, NULL);
+            j = jx_loads(v, JSON_DECODE_ANY);
             if (j == NULL)
                 j = json_null();
         } else if (t == OID_TIMESTAMPTZ) {

@@ -9,13 +9,14 @@
 
 #include "db.h"
 #include "jobplan.h"
+#include "jx.h"
 #include "nccl_env.h"
 #include "outputs.h"
 
 /* A JSON value as compact text (malloc'ed) or NULL. */
 static char *dump(const json_t *j)
 {
-    return j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    return j ? jx_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 }
 
 enum rc db_join_token_create(PGconn *c, int64_t created_by, int64_t ttl_s, int64_t uses,
@@ -408,7 +409,7 @@ enum rc db_attempts_lost_on_node(PGconn *c, int64_t node_id, const json_t *runni
  * (JSON text, or NULL when the job has none). */
 static enum rc plan_into(json_t *a, const json_t *spec, const char *plan_text)
 {
-    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
+    json_t *plan = plan_text ? jx_loads(plan_text, 0) : NULL;
     json_t *env = NULL, *ds = NULL;
     enum rc rc;
 
@@ -435,7 +436,7 @@ static enum rc plan_into(json_t *a, const json_t *spec, const char *plan_text)
  */
 static enum rc nccl_settings(PGresult *r, int i, const json_t *spec, json_t **env, json_t **stored)
 {
-    json_t *nodes = json_loads(PQgetvalue(r, i, 17), 0, NULL), *n, *shown = NULL;
+    json_t *nodes = jx_loads(PQgetvalue(r, i, 17), 0), *n, *shown = NULL;
     long node_rank = strtol(PQgetvalue(r, i, 4), NULL, 10);
     size_t k, self = (size_t)-1;
     enum rc rc = RC_OK;
@@ -467,13 +468,13 @@ static enum rc nccl_settings(PGresult *r, int i, const json_t *spec, json_t **en
  * stay NULL) receives the NCCL settings to record with the allocation. */
 static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg, json_t **nccl)
 {
-    json_t *spec = json_loads(PQgetvalue(r, i, 3), 0, NULL);
-    json_t *gpus = json_loads(PQgetvalue(r, i, 7), 0, NULL);
+    json_t *spec = jx_loads(PQgetvalue(r, i, 3), 0);
+    json_t *gpus = jx_loads(PQgetvalue(r, i, 7), 0);
     json_t *a = NULL, *ranks = json_array();
     /* The site's roots and the paths the submit check normalized (jobs.paths;
      * '{}' for jobs from before sites: then the spec's own). */
-    json_t *site_roots = json_loads(PQgetvalue(r, i, 15), 0, NULL);
-    json_t *paths = json_loads(PQgetvalue(r, i, 16), 0, NULL);
+    json_t *site_roots = jx_loads(PQgetvalue(r, i, 15), 0);
+    json_t *paths = jx_loads(PQgetvalue(r, i, 16), 0);
     const char *storage_root = outputs_base(site_roots, storage_root_cfg);
     const char *job = PQgetvalue(r, i, 1);
     const char *wd = json_string_value(json_object_get(paths, "working_dir"));
@@ -530,7 +531,7 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg,
     /* The site's networks: all that ranks of a multi-node attempt may reach
      * under the worker's --isolate-network. */
     if (a != NULL) {
-        json_t *nets = json_loads(PQgetvalue(r, i, 14), 0, NULL);
+        json_t *nets = jx_loads(PQgetvalue(r, i, 14), 0);
         if (json_object_set_new(a, "allowed_networks", json_is_array(nets) ? nets : json_array()) !=
             0) {
             json_decref(a);

@@ -13,6 +13,7 @@
 #include "audit_sign.h"
 #include "audit_target.h"
 #include "db.h"
+#include "jx.h"
 #include "log.h"
 
 static int64_t now_unix_us(void)
@@ -86,7 +87,7 @@ enum rc audit_append(PGconn *conn, const struct audit_event *ev, const char *req
                               .prev_hash = prev};
     if ((rc = audit_hash(&f, hash)) != RC_OK)
         goto out;
-    details = json_dumps(f.details, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    details = jx_dumps(f.details, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
     if (details == NULL) {
         rc = RC_ENOMEM;
         goto out;
@@ -215,7 +216,7 @@ static const char *checkpoint_fault(const struct audit_key *key, const PGresult 
 
     if (signer == NULL)
         return "checkpoint signed by a key id that is not in audit_keys";
-    obj = json_loads(PQgetvalue(res, i, 4), 0, NULL);
+    obj = jx_loads(PQgetvalue(res, i, 4), 0);
     if (obj == NULL || !audit_verify_object(signer, obj))
         why = "checkpoint signature does not verify";
     else if (!json_is_string(json_object_get(obj, "seq")) ||
@@ -286,7 +287,7 @@ static enum rc verify_events(PGconn *conn, struct audit_verify_result *out,
         for (int i = 0; i < rows && out->bad_id == 0; i++) {
             int64_t id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
             char h[CRYPTO_SHA256_HEX_LEN + 1];
-            json_t *details = json_loads(PQgetvalue(res, i, 7), 0, NULL);
+            json_t *details = jx_loads(PQgetvalue(res, i, 7), 0);
             struct audit_fields f = audit_fields_of_row(res, i, id, details);
             if (id != expect + 1) {
                 out->reason = id > expect + 1 ? "events are missing" : "events are out of order";

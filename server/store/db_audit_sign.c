@@ -17,6 +17,7 @@
 #include "audit_canon.h"
 #include "db.h"
 #include "db_audit.h"
+#include "jx.h"
 #include "log.h"
 
 #define STR_(x) #x
@@ -57,7 +58,7 @@ static enum rc checkpoint_insert(PGconn *conn, const struct audit_key *key, cons
         goto out;
     if ((rc = audit_sign_object(key, obj)) != RC_OK)
         goto out;
-    text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    text = jx_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
     if (text == NULL) {
         rc = RC_ENOMEM;
         goto out;
@@ -384,7 +385,7 @@ enum rc audit_export_checkpoints(PGconn *conn, int64_t lo, int64_t hi, json_t **
     if ((rc = db_result_rc(res, req_id)) == RC_OK) {
         arr = json_array();
         for (int i = 0; arr != NULL && i < PQntuples(res); i++) {
-            json_t *o = json_loads(PQgetvalue(res, i, 0), 0, NULL);
+            json_t *o = jx_loads(PQgetvalue(res, i, 0), 0);
             /* A stored object that does not parse is passed on as text: the
              * verifier then reports it rather than the server hiding it. */
             if (o == NULL)

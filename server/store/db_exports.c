@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "jx.h"
 
 /* The state a reader sees: an approved link past its expiry is expired. */
 #define EXPORT_STATE                                                                               \
@@ -47,9 +48,9 @@ enum rc db_export_job_get(PGconn *c, int64_t job_id, struct db_export_job *out, 
         rc = db_parse_i64(PQgetvalue(r, 0, 0), &out->team_id);
     if (rc == RC_OK) {
         snprintf(out->classification, sizeof(out->classification), "%s", PQgetvalue(r, 0, 1));
-        out->paths = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
-        out->spec_out = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
-        out->roots = json_loads(PQgetvalue(r, 0, 4), 0, NULL);
+        out->paths = jx_loads(PQgetvalue(r, 0, 2), 0);
+        out->spec_out = jx_loads(PQgetvalue(r, 0, 3), 0);
+        out->roots = jx_loads(PQgetvalue(r, 0, 4), 0);
         if (!json_is_object(out->paths) || !json_is_object(out->spec_out) ||
             !json_is_array(out->roots))
             rc = RC_EINTERNAL;

@@ -251,6 +251,41 @@ static void keep_stats(PGconn *c, size_t n)
         LOG_WARN("sched", "forecast statistics not refreshed", "rows=%zu", n);
 }
 
+/*
+ * The forecast's rows ($1..$13, the columns of put[] below) written as a
+ * difference from the stored ones: a row whose every column is already
+ * stored as given is not written at all, a changed row is updated in
+ * place, a new one inserted (the caller deleted the vanished ones). A
+ * steady queue is forecast anew every forecast_interval_ms; rewriting
+ * every row each time left that many dead tuples behind for autovacuum
+ * (bench/RESULTS.md, "Forecast store"). The filter is in the SELECT, not
+ * in the WHERE of DO UPDATE, so that an unchanged row is not even locked.
+ * The difference is taken against the table, never against a copy in
+ * memory, so a new leader or a restarted server starts from what is
+ * stored. A team or user not known here (the predictor's keys could not
+ * be read) comes from the job: its primary key, one row.
+ */
+#define FORECAST_COLS                                                                              \
+    "kind, position, start_at, end_at, reason, need_gpus, free_gpus, other_job_id, run_ms, "       \
+    "source, team_id, user_id"
+#define STORE_DIFF                                                                                 \
+    "INSERT INTO queue_forecast (job_id, " FORECAST_COLS ") SELECT n.* FROM (SELECT u.j, u.k, "    \
+    "u.p, timestamptz 'epoch' + u.s * interval '1 millisecond', timestamptz 'epoch' + u.e * "      \
+    "interval '1 millisecond', u.r, u.ng, u.fg, u.o, u.rm, u.src, coalesce(u.t, (SELECT "          \
+    "jt.team_id FROM jobs jt WHERE jt.id = u.j)), coalesce(u.u, (SELECT ju.user_id FROM jobs ju "  \
+    "WHERE ju.id = u.j)) FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], "          \
+    "$5::bigint[], $6::text[], $7::int[], $8::int[], $9::bigint[], $10::bigint[], $11::text[], "   \
+    "$12::bigint[], $13::bigint[]) AS u(j, k, p, s, e, r, ng, fg, o, rm, src, t, u)) AS "          \
+    "n(job_id, " FORECAST_COLS ") WHERE NOT EXISTS (SELECT 1 FROM queue_forecast f WHERE "         \
+    "f.job_id = n.job_id AND (f.kind, f.position, f.start_at, f.end_at, f.reason, f.need_gpus, "   \
+    "f.free_gpus, f.other_job_id, f.run_ms, f.source, f.team_id, f.user_id) IS NOT DISTINCT FROM " \
+    "(n.kind, n.position, n.start_at, n.end_at, n.reason, n.need_gpus, n.free_gpus, "              \
+    "n.other_job_id, n.run_ms, n.source, n.team_id, n.user_id)) ON CONFLICT (job_id) DO UPDATE "   \
+    "SET (" FORECAST_COLS ") = (excluded.kind, excluded.position, excluded.start_at, "             \
+    "excluded.end_at, excluded.reason, excluded.need_gpus, excluded.free_gpus, "                   \
+    "excluded.other_job_id, excluded.run_ms, excluded.source, excluded.team_id, "                  \
+    "excluded.user_id)"
+
 enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n,
                           const struct db_forecast_meta *meta)
 {
@@ -273,37 +308,37 @@ enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n
     if (rc != RC_OK)
         goto out;
     /* Nothing but this writes these tables: no lock order to keep beyond
-     * the lease row, first (db.h). */
+     * the lease row, first (db.h). Only what changed is written (see
+     * STORE_DIFF). */
     rc = db_lease_fence(c, DB_LEASE_SCHEDULER, meta->lease_epoch, "forecast");
-    if (rc == RC_OK)
-        rc = db_exec_ok(c, "forecast", "DELETE FROM queue_forecast", 0, NULL);
+    if (rc == RC_OK) {
+        const char *p[1] = {lit[0]};
+        rc = db_exec_ok(c, "forecast",
+                        "DELETE FROM queue_forecast f WHERE NOT EXISTS (SELECT 1 FROM "
+                        "unnest($1::bigint[]) AS u(j) WHERE u.j = f.job_id)",
+                        1, p);
+    }
     if (rc == RC_OK) {
         const char *p[NCOLS];
         for (size_t k = 0; k < NCOLS; k++)
             p[k] = lit[k];
-        rc = db_exec_ok(
-            c, "forecast",
-            /* A team or user not known here (the predictor's keys could
-             * not be read) comes from the job: its primary key, one row. */
-            "INSERT INTO queue_forecast (job_id, kind, position, start_at, end_at, reason, "
-            "need_gpus, free_gpus, other_job_id, run_ms, source, team_id, user_id) SELECT u.j, "
-            "u.k, u.p, timestamptz 'epoch' + u.s * interval '1 millisecond', timestamptz 'epoch' "
-            "+ u.e * interval '1 millisecond', u.r, u.ng, u.fg, u.o, u.rm, u.src, coalesce(u.t, "
-            "(SELECT jt.team_id FROM jobs jt WHERE jt.id = u.j)), coalesce(u.u, (SELECT ju.user_id "
-            "FROM jobs ju WHERE ju.id = u.j)) FROM unnest($1::bigint[], $2::text[], $3::int[], "
-            "$4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::int[], $9::bigint[], "
-            "$10::bigint[], $11::text[], $12::bigint[], $13::bigint[]) AS u(j, k, p, s, e, r, ng, "
-            "fg, o, rm, src, t, u)",
-            NCOLS, p);
+        rc = db_exec_ok(c, "forecast", STORE_DIFF, NCOLS, p);
     }
-    /* Once per forecast, so that no page counts the queue for its total. */
+    /* Once per forecast, so that no page counts the queue for its total;
+     * a count that did not change is left as it is, like the rows. */
     if (rc == RC_OK)
-        rc = db_exec_ok(c, "forecast", "DELETE FROM queue_forecast_totals", 0, NULL);
+        rc = db_exec_ok(c, "forecast",
+                        "DELETE FROM queue_forecast_totals t WHERE NOT EXISTS (SELECT 1 FROM "
+                        "queue_forecast f WHERE f.kind = 'queued' AND f.team_id = t.team_id AND "
+                        "f.user_id = t.user_id)",
+                        0, NULL);
     if (rc == RC_OK)
         rc = db_exec_ok(c, "forecast",
                         "INSERT INTO queue_forecast_totals (team_id, user_id, queued) SELECT "
                         "team_id, user_id, count(*) FROM queue_forecast WHERE kind = 'queued' AND "
-                        "team_id IS NOT NULL AND user_id IS NOT NULL GROUP BY team_id, user_id",
+                        "team_id IS NOT NULL AND user_id IS NOT NULL GROUP BY team_id, user_id "
+                        "ON CONFLICT (team_id, user_id) DO UPDATE SET queued = excluded.queued "
+                        "WHERE queue_forecast_totals.queued IS DISTINCT FROM excluded.queued",
                         0, NULL);
     if (rc == RC_OK) {
         const char *p[] = {

@@ -99,11 +99,15 @@ struct db_forecast_meta {
  * Replace the stored forecast with e[0..n) and meta in one transaction, so
  * that a reader sees the whole old one or the whole new one, with the
  * counts of its queued jobs per team and user (queue_forecast_totals) that
- * db_forecast_page() sums for `total`. Reads, but neither locks nor writes,
- * a job row (only for an entry whose team or user is 0); touches no audit
- * head (lock order: db.h); not audited (derived data). Fenced first by
- * meta->lease_epoch (db_lease_fence): RC_ECONFLICT, nothing written, when
- * that lease is no longer this session's.
+ * db_forecast_page() sums for `total`. Only what differs from the stored
+ * rows is written (rows of jobs no longer in e deleted, changed ones
+ * updated, new ones inserted; a row equal to its entry is not touched), so
+ * a queue that did not change leaves no dead tuple but meta's one row.
+ * Reads, but neither locks nor writes, a job row (only for an entry whose
+ * team or user is 0); touches no audit head (lock order: db.h); not
+ * audited (derived data).
+ * Fenced first by meta->lease_epoch (db_lease_fence): RC_ECONFLICT, nothing
+ * written, when that lease is no longer this session's.
  */
 enum rc db_forecast_store(PGconn *c, const struct db_forecast_entry *e, size_t n,
                           const struct db_forecast_meta *meta) TY_WUR;

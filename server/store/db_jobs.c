@@ -9,6 +9,7 @@
 
 #include "db.h"
 #include "db_audit.h"
+#include "jx.h"
 
 static _Atomic uint64_t jobs_generation;
 
@@ -79,8 +80,8 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
                       const struct db_job_compliance *comp, json_t **out, const char *req_id)
 {
     char team[24], user[24], prio[8], gpus[16], gpn[16], tl[24], mr[16], id[24], site[24];
-    char *js = json_dumps(spec_json, JSON_COMPACT);
-    char *paths = comp && comp->paths ? json_dumps(comp->paths, JSON_COMPACT) : NULL;
+    char *js = jx_dumps(spec_json, JSON_COMPACT);
+    char *paths = comp && comp->paths ? jx_dumps(comp->paths, JSON_COMPACT) : NULL;
     PGresult *res;
     enum rc rc;
 

@@ -10,6 +10,7 @@
 #include "audit_target.h"
 #include "db.h"
 #include "db_audit.h"
+#include "jx.h"
 #include "reason_codes.h"
 
 /* One node in jobplan.h's form; "gpus" is filled by the caller's WHERE. The
@@ -35,7 +36,7 @@ static enum rc one_json(PGconn *c, const char *sql, int n, const char *const *p,
         if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0))
             *out = json_null();
         else
-            *out = json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, NULL);
+            *out = jx_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY);
         if (*out == NULL)
             rc = RC_ENOMEM;
     }
@@ -71,7 +72,7 @@ enum rc db_plan_attempt_nodes(PGconn *c, int64_t attempt_id, json_t **out, const
 enum rc db_plan_set_submit(PGconn *c, int64_t job_id, const json_t *plan, const char *req_id)
 {
     char id[24];
-    char *js = json_dumps(plan, JSON_COMPACT);
+    char *js = jx_dumps(plan, JSON_COMPACT);
     enum rc rc;
 
     if (js == NULL)
@@ -89,7 +90,7 @@ enum rc db_plan_placed(PGconn *c, int64_t job_id, int64_t attempt_id, const char
                        const char *req_id)
 {
     char jid[24], aid[24], target[AUDIT_TARGET_SIZE];
-    char *js = json_dumps(plan, JSON_COMPACT);
+    char *js = jx_dumps(plan, JSON_COMPACT);
     json_t *d = NULL;
     enum rc rc;
 
@@ -122,7 +123,7 @@ enum rc db_plan_placed(PGconn *c, int64_t job_id, int64_t attempt_id, const char
             "precision", json_object_get(plan, "precision"), "activation_checkpointing",
             json_object_get(plan, "activation_checkpointing"), "fits",
             !json_is_string(st) || strcmp(json_string_value(st), "ok") == 0, "warnings", codes);
-        js = params != NULL ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        js = params != NULL ? jx_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(params);
         if (js == NULL)
             return RC_ENOMEM;

@@ -13,6 +13,7 @@
 
 #include "audit_target.h"
 #include "db_audit.h"
+#include "jx.h"
 #include "log.h"
 #include "pathpol.h"
 
@@ -29,7 +30,7 @@ int db_class_level(const char *name)
 /* A JSON array of strings (text) as a malloc'ed vector; RC_EINTERNAL when malformed. */
 static enum rc strv_from_json(const char *text, char ***out, size_t *n)
 {
-    json_t *a = json_loads(text, 0, NULL), *v;
+    json_t *a = jx_loads(text, 0), *v;
     size_t i;
     enum rc rc = RC_OK;
 
@@ -359,7 +360,7 @@ enum rc db_policy_startup(struct db *db, const char *storage_root)
         return RC_OK;
     }
     roots = json_pack("[s]", norm);
-    roots_text = roots ? json_dumps(roots, JSON_COMPACT) : NULL;
+    roots_text = roots ? jx_dumps(roots, JSON_COMPACT) : NULL;
     if (roots_text == NULL) {
         json_decref(roots);
         return RC_ENOMEM;

@@ -18,6 +18,7 @@
 #include "db_lease.h"
 #include "db_plan.h"
 #include "jobplan.h"
+#include "jx.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -85,7 +86,7 @@ static enum rc read_nodes(PGconn *c, struct db_sched_snapshot *s)
         struct sched_node *nd = &s->nodes[i];
         const char *st = PQgetvalue(r, i, 2);
         int64_t ngpus = col_i64(r, i, 6);
-        json_t *peers = json_loads(PQgetvalue(r, i, 8), 0, NULL);
+        json_t *peers = jx_loads(PQgetvalue(r, i, 8), 0);
         size_t k;
         json_t *pair;
         nd->id = col_i64(r, i, 0);
@@ -346,7 +347,7 @@ static enum rc plan_placed(PGconn *c, int64_t job_id, const char *attempt_id)
 
     err_init(&e);
     if (rc == RC_OK && PQntuples(r) == 1)
-        spec = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+        spec = jx_loads(PQgetvalue(r, 0, 0), 0);
     PQclear(r);
     if (rc != RC_OK || !jobplan_wanted(spec))
         goto out;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "jx.h"
 
 const char *const webhook_events[] = {"job.failed", "job.recovered",    "job.succeeded",
                                       "node.lost",  "policy.violation", NULL};
@@ -36,8 +37,8 @@ enum rc webhooks_enqueue_team(PGconn *c, int64_t team_id, const char *event, con
                               const json_t *job, const json_t *details, const char *req_id)
 {
     char t[24];
-    char *jj = job ? json_dumps(job, JSON_COMPACT) : NULL;
-    char *dj = details ? json_dumps(details, JSON_COMPACT) : NULL;
+    char *jj = job ? jx_dumps(job, JSON_COMPACT) : NULL;
+    char *dj = details ? jx_dumps(details, JSON_COMPACT) : NULL;
     const char *p[] = {db_i64(team_id, t, sizeof(t)), event, message ? message : "", jj, dj};
     enum rc rc;
 

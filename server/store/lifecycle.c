@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "db_agent.h"
+#include "db_alloc.h"
 #include "db_audit.h"
 #include "db_jobs.h"
 #include "db_webhooks.h"
@@ -25,6 +26,11 @@ enum rc lifecycle_settle_cancel(PGconn *c, int64_t job_id, const char *actor, co
     if (rc != RC_OK || !cancel || db_job_state_terminal(state))
         return rc;
     if ((rc = db_job_live_allocs(c, job_id, &live, req_id)) != RC_OK || live > 0)
+        return rc;
+    /* Every node's ranks have stopped, but the exit reports of a cancel end
+     * no attempt (only a failure or success does): the attempt ends here
+     * with the job, or it would stay "running" with no end time. */
+    if ((rc = db_alloc_release_job(c, job_id, "cancelled", req_id)) != RC_OK)
         return rc;
     job_reason_init(&why, RSN_CANCELLED, NULL, "cancelled; every rank stopped");
     rc = db_job_transition(c, job_id, NULL, "CANCELLED", &why, actor, "", req_id);

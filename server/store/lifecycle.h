@@ -64,7 +64,8 @@ enum rc lifecycle_node_lost(PGconn *c, int64_t attempt_id, int64_t job_id, int64
                             const struct job_reason *why, int window_s, const char *actor,
                             const char *req_id) TY_WUR;
 
-/* A job being cancelled whose ranks are all gone becomes CANCELLED. */
+/* A job being cancelled whose ranks are all gone becomes CANCELLED, and its
+ * open attempt ends (outcome "cancelled", ended_at now). */
 enum rc lifecycle_settle_cancel(PGconn *c, int64_t job_id, const char *actor,
                                 const char *req_id) TY_WUR;
 

@@ -574,6 +574,42 @@ def join_fake_node(server_url, admin, name):
     return node
 
 
+class FakeNodeTest(ServerTest):
+    """ServerTest with a storage root, a team "ml" and one node that speaks
+    the worker protocol itself (join_fake_node, one fake GPU): cls.node.
+    node_name names it."""
+
+    node_name = "fake-a"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="ty-fake-node-")
+        cls.server_args = ("--storage-root", cls.root, "--sched-interval-ms", "200",
+                           "--node-timeout-s", "120")
+        super().setUpClass()
+        st, cls.team, _ = cls.admin.post("/api/v1/teams", {"name": "ml"})
+        assert st == 201, cls.team
+        cls.node = join_fake_node(cls.server.url, cls.admin, cls.node_name)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.root, ignore_errors=True)
+
+    def take(self, jid, attempt=None):
+        """Long-poll the node's assignments until one of job jid (of that
+        attempt, if given) comes; returns it."""
+        def poll():
+            st, body, _ = self.node.get("/api/v1/agent/assignments?wait=2")
+            self.assertEqual(st, 200, body)
+            mine = [a for a in body["assignments"] if a["job_id"] == jid and
+                    (attempt is None or a["attempt"] == attempt)]
+            return mine[0] if mine else None
+        return wait_for(poll, timeout=60, what="an assignment of job %s" % jid)
+
+
 def wait_for(fn, timeout=60, interval=0.2, what="condition"):
     deadline = time.time() + timeout
     last = None

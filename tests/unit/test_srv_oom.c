@@ -344,6 +344,37 @@ static void test_body_parse_and_dump_every_allocation(void **state)
     json_decref(ref);
 }
 
+/* jx_loads, the parse of what the server stored itself (columns, details):
+ * NULL exactly when an allocation failed, else the same document, never
+ * one that lost a byte. */
+static void test_stored_text_parse_every_allocation(void **state)
+{
+    const char *text = FULL_SPEC;
+    json_t *ref = load(text);
+    long n;
+
+    (void)state;
+    for (n = 1;; n++) {
+        json_t *j;
+        bool hit;
+
+        arm(n);
+        j = jx_loads(text, 0);
+        hit = failed;
+        arm(-1);
+        if (hit)
+            assert_null(j);
+        else
+            assert_true(json_equal(j, ref));
+        json_decref(j);
+        if (!hit)
+            break;
+    }
+    assert_true(n > 10);
+    assert_null(jx_loads("{\"a\":", 0));
+    json_decref(ref);
+}
+
 static void test_jobspec_every_allocation(void **state)
 {
     (void)state;
@@ -486,6 +517,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waiters_every_allocation),
         cmocka_unit_test(test_body_parse_and_dump_every_allocation),
+        cmocka_unit_test(test_stored_text_parse_every_allocation),
         cmocka_unit_test(test_jobspec_every_allocation),
         cmocka_unit_test(test_webhook_render_every_allocation),
         cmocka_unit_test(test_cache_and_limiter_every_allocation),

@@ -27,8 +27,11 @@ struct fake {
     char path[MAXP][128];
     json_t *body[MAXP];
     atomic_int fail; /* answer 503 while set */
-    int refused;     /* posts answered 503, under mu */
+    int refused;     /* posts answered 503 while fail was set, under mu */
     pthread_cond_t refused_cv;
+    atomic_int refuse;        /* answer 400 to this many output posts */
+    atomic_int fail_n;        /* answer 503 to this many posts */
+    atomic_int posts_refused; /* output posts answered 400 */
 };
 
 static struct fake F;
@@ -42,6 +45,17 @@ static enum rc fake_post(void *ctx, const char *path, const json_t *body, long *
         pthread_cond_broadcast(&F.refused_cv);
         pthread_mutex_unlock(&F.mu);
         *status = 503;
+        return RC_OK;
+    }
+    if (atomic_load(&F.fail_n) > 0) {
+        atomic_fetch_sub(&F.fail_n, 1);
+        *status = 503;
+        return RC_OK;
+    }
+    if (strstr(path, "/output") != NULL && atomic_load(&F.refuse) > 0) {
+        atomic_fetch_sub(&F.refuse, 1);
+        atomic_fetch_add(&F.posts_refused, 1);
+        *status = 400;
         return RC_OK;
     }
     pthread_mutex_lock(&F.mu);
@@ -62,6 +76,9 @@ static int setup(void **state)
     pthread_mutex_init(&F.mu, NULL);
     pthread_cond_init(&F.refused_cv, NULL);
     atomic_init(&F.fail, 0);
+    atomic_init(&F.refuse, 0);
+    atomic_init(&F.fail_n, 0);
+    atomic_init(&F.posts_refused, 0);
     return 0;
 }
 
@@ -253,6 +270,96 @@ static void posted_totals(int *logs, int *metrics, json_int_t *dropped, json_int
     }
 }
 
+/* Wait until the shipper has set n bodies aside, within a bound that only
+ * catches a hang. */
+static void wait_set_aside(struct wrk_shipper *s, uint64_t n)
+{
+    struct timespec ts = {0, 1000000L};
+    for (int i = 0; i < 60000 && wrk_shipper_refused(s) < n; i++)
+        nanosleep(&ts, NULL);
+    assert_int_equal(wrk_shipper_refused(s), n);
+}
+
+/* A batch the server refuses for good (400) is set aside: its lines are
+ * counted as dropped and reported by the attempt's next batch, and the
+ * lines and the exit report queued after it still go. */
+static void test_refused_batch_set_aside(void **state)
+{
+    struct wrk_shipper_opts o = {fake_post, NULL, 0, 0, 20};
+    struct wrk_shipper *s = NULL;
+    struct wrk_exit_report r;
+    int logs = 0, metrics = 0;
+    json_int_t dropped = 0, min_step = -1, max_seq = -1;
+    uint64_t lost;
+    (void)state;
+
+    atomic_store(&F.refuse, 1);
+    assert_int_equal(wrk_shipper_new(&o, &s), RC_OK);
+    for (uint64_t i = 0; i < 5; i++)
+        line(s, "7", i, "before\n");
+    wait_set_aside(s, 1);
+    lost = wrk_shipper_dropped(s);
+    assert_true(lost >= 1 && lost <= 5); /* the refused batch: some of the five */
+    for (uint64_t i = 5; i < 8; i++)
+        line(s, "7", i, "after\n");
+    memset(&r, 0, sizeof(r));
+    snprintf(r.attempt_id, sizeof(r.attempt_id), "7");
+    wrk_shipper_exit(s, &r);
+    wrk_shipper_free(s, 5000);
+
+    assert_int_equal(atomic_load(&F.posts_refused), 1);
+    posted_totals(&logs, &metrics, &dropped, &min_step);
+    assert_int_equal(dropped, (json_int_t)lost); /* reported, not silently lost */
+    assert_int_equal(logs + dropped, 8);
+    for (int i = 0; i < F.n; i++)
+        for (size_t j = 0; j < json_array_size(json_object_get(F.body[i], "logs")); j++) {
+            json_int_t seq = json_integer_value(
+                json_object_get(json_array_get(json_object_get(F.body[i], "logs"), j), "seq"));
+            max_seq = seq > max_seq ? seq : max_seq;
+        }
+    assert_int_equal(max_seq, 7); /* the later lines arrived */
+    assert_non_null(strstr(F.path[F.n - 1], "/exit"));
+}
+
+/* A 5xx is not final: the batch is posted again until it is taken. */
+static void test_5xx_retried(void **state)
+{
+    struct wrk_shipper_opts o = {fake_post, NULL, 0, 0, 20};
+    struct wrk_shipper *s = NULL;
+    int logs = 0, metrics = 0;
+    json_int_t dropped = 0, min_step = -1;
+    (void)state;
+
+    atomic_store(&F.fail_n, 3);
+    assert_int_equal(wrk_shipper_new(&o, &s), RC_OK);
+    for (uint64_t i = 0; i < 4; i++)
+        line(s, "8", i, "x\n");
+    wrk_shipper_free(s, 10000);
+    posted_totals(&logs, &metrics, &dropped, &min_step);
+    assert_int_equal(logs, 4);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(atomic_load(&F.fail_n), 0);
+}
+
+/* The exit report's reason is valid UTF-8 whatever the node put in it. */
+static void test_exit_reason_cleaned(void **state)
+{
+    struct wrk_shipper_opts o = {fake_post, NULL, 0, 0, 20};
+    struct wrk_shipper *s = NULL;
+    struct wrk_exit_report r;
+    (void)state;
+
+    assert_int_equal(wrk_shipper_new(&o, &s), RC_OK);
+    memset(&r, 0, sizeof(r));
+    snprintf(r.attempt_id, sizeof(r.attempt_id), "6");
+    snprintf(r.reason, sizeof(r.reason), "bad \xE4\xB8 byte");
+    wrk_shipper_exit(s, &r);
+    wrk_shipper_free(s, 5000);
+    assert_int_equal(F.n, 1);
+    assert_string_equal(json_string_value(json_object_get(F.body[0], "reason")),
+                        "bad \xEF\xBF\xBD\xEF\xBF\xBD byte");
+}
+
 /* Progress output around the metrics overflows the queue: every metric survives. */
 static void test_drop_keeps_metrics(void **state)
 {
@@ -345,6 +452,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drop_oldest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_keeps_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_metrics_when_nothing_else, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_batch_set_aside, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_5xx_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_reason_cleaned, setup, teardown),
         cmocka_unit_test(test_utf8_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
