@@ -96,6 +96,17 @@ static const struct opt opts[] = {
     I(stream_max_total, 1, 3072,
       "open log follows, exports and parked requests of all users together"),
     I(stream_max_per_node, 1, 64, "parked assignment long-polls per node credential"),
+    I(retain_sessions_days, 0, 36500, "days an expired session is kept; 0 = forever"),
+    I(retain_webhook_deliveries_days, 0, 36500,
+      "days a delivered or failed webhook delivery is kept; 0 = forever"),
+    I(retain_job_logs_days, 0, 36500,
+      "days a finished job's output lines are kept after it finished; 0 = forever"),
+    I(retain_job_metrics_days, 0, 36500,
+      "days a finished job's metric points are kept after it finished; 0 = forever"),
+    I(retain_job_events_days, 0, 36500,
+      "days a finished job's events are kept after it finished; 0 = forever"),
+    I(retention_interval_s, 1, 7 * 86400, "seconds between two retention passes"),
+    I(retention_batch_rows, 10, 100000, "rows one retention transaction removes at most"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -137,6 +148,14 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->stream_max_per_address = 256;
     cfg->stream_max_total = 2048;
     cfg->stream_max_per_node = 8;
+    /* Retention defaults (docs/operations.md, "Retention", says why). */
+    cfg->retain_sessions_days = 1;
+    cfg->retain_webhook_deliveries_days = 30;
+    cfg->retain_job_logs_days = 90;
+    cfg->retain_job_metrics_days = 180;
+    cfg->retain_job_events_days = 400;
+    cfg->retention_interval_s = 3600;
+    cfg->retention_batch_rows = 1000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)

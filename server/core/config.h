@@ -62,6 +62,14 @@ struct srv_config {
     int stream_max_per_address; /* ... of every user request from one source address */
     int stream_max_total;       /* ... of all users together (http.h HTTP_CONNECTION_LIMIT) */
     int stream_max_per_node;    /* parked long-polls of one node credential */
+    /* Retention (loops/retention.h): each in days, 0 = keep forever. */
+    int retain_sessions_days;           /* an expired session, counted from its expiry */
+    int retain_webhook_deliveries_days; /* a delivered or failed delivery, from its creation */
+    int retain_job_logs_days;           /* a job's output lines, from the job's finish */
+    int retain_job_metrics_days;        /* a job's metric points, from the job's finish */
+    int retain_job_events_days;         /* a job's events, from the job's finish */
+    int retention_interval_s;           /* seconds between two retention passes */
+    int retention_batch_rows;           /* rows one retention transaction removes at most */
 };
 
 /* Fill cfg with the defaults. */

@@ -51,6 +51,7 @@ static struct {
 
 static _Atomic uint64_t g_pool_waits, g_pool_wait_us, g_pool_timeouts;
 static _Atomic uint64_t g_webhook_failures, g_job_restarts, g_job_preemptions;
+static _Atomic uint64_t g_state_reads;
 /* Wall clock at metrics_mark_start(); 0 until then. */
 static _Atomic int64_t g_start_s;
 
@@ -128,6 +129,11 @@ void metrics_db_pool_wait(int64_t waited_us, int timed_out)
 void metrics_webhook_failure(void)
 {
     add(&g_webhook_failures, 1);
+}
+
+void metrics_state_read(void)
+{
+    add(&g_state_reads, 1);
 }
 
 void metrics_job_restart(void)
@@ -323,6 +329,9 @@ static void render_process(const struct srv_app *app, struct out *o)
     head(o, "trainyard_job_preemptions_total", "counter",
          "Running jobs the scheduler preempted (they restart when GPUs free up)");
     put(o, "trainyard_job_preemptions_total %llu\n", (unsigned long long)get(&g_job_preemptions));
+    head(o, "trainyard_metrics_state_reads_total", "counter",
+         "Queries of the cluster's state this replica ran for /metrics");
+    put(o, "trainyard_metrics_state_reads_total %llu\n", (unsigned long long)get(&g_state_reads));
 }
 
 static const char *const job_states[] = {"QUEUED",     "PLACED",    "STARTING", "RUNNING",
