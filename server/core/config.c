@@ -69,6 +69,8 @@ static const struct opt opts[] = {
     I(rendezvous_port_max, 1024, 65535, "highest MASTER_PORT handed to a job"),
     S(audit_key_path, "audit signing key (default <data_dir>/audit-signing.pem)"),
     I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
+    I(audit_retention_days, 0, 36500,
+      "days audit events are kept, at least 180 (MLPS 2.0); 0 = forever (the default)"),
     I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
     I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
     S(tls_cert, "PEM certificate chain: serve HTTPS (with tls_key)"),
@@ -334,6 +336,12 @@ enum rc srv_config_load(struct srv_config *cfg, int argc, char **argv, struct er
         if ((rc = set_opt(cfg, o, val, "flag", e)) != RC_OK)
             return rc;
     }
+    if (cfg->audit_retention_days > 0 && cfg->audit_retention_days < AUDIT_RETENTION_MIN_DAYS)
+        return err_set(e, RC_EINVAL, "audit_retention_days",
+                       "audit_retention_days must be 0 (keep forever) or at least %d: audit "
+                       "records are kept at least %d days (MLPS 2.0), got %d",
+                       AUDIT_RETENTION_MIN_DAYS, AUDIT_RETENTION_MIN_DAYS,
+                       cfg->audit_retention_days);
     if (cfg->rendezvous_port_max < cfg->rendezvous_port_min)
         return err_set(e, RC_EINVAL, "rendezvous_port_max",
                        "rendezvous_port_max must not be below rendezvous_port_min");

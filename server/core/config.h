@@ -41,6 +41,8 @@ struct srv_config {
     int rendezvous_port_max;
     char audit_key_path[SRV_CFG_STR]; /* Ed25519 audit signing key (default in data_dir) */
     int audit_checkpoint_interval_s;  /* seconds between signed checkpoints of the audit chain */
+    int audit_retention_days;         /* audit events older are removed (also the policy's age when
+                                         longer); 0 = kept forever; otherwise >= AUDIT_RETENTION_MIN_DAYS */
     int export_link_ttl_s;            /* lifetime of a one-time export download link */
     int gpu_idle_util_pct;            /* GET /overview: idle below this utilization, % */
     int gpu_idle_min_s;               /* ... for at least this long, seconds */
@@ -71,6 +73,9 @@ struct srv_config {
     int retention_interval_s;           /* seconds between two retention passes */
     int retention_batch_rows;           /* rows one retention transaction removes at most */
 };
+
+/* The shortest audit retention: MLPS 2.0 asks for at least 6 months of audit records. */
+#define AUDIT_RETENTION_MIN_DAYS 180
 
 /* Fill cfg with the defaults. */
 void srv_config_defaults(struct srv_config *cfg);

@@ -126,7 +126,15 @@ static void checkpoint(struct audit_keeper *k, PGconn *c, int only_first)
 static void retention(struct audit_keeper *k, PGconn *c)
 {
     struct audit_retention_result r;
-    enum rc rc = audit_retention_run(c, k->app->audit_key, "system", "", &r, NULL);
+    enum rc rc;
+
+    if (k->app->cfg->audit_retention_days == 0) {
+        LOG_INFO("audit", "audit retention is off: events are kept forever",
+                 "audit_retention_days=0");
+        return;
+    }
+    rc = audit_retention_run(c, k->app->audit_key, k->app->cfg->audit_retention_days, "system", "",
+                             &r, NULL);
 
     if (rc != RC_OK)
         LOG_WARN("audit", "retention failed", "rc=%s", rc_str(rc));
@@ -162,8 +170,9 @@ static void *keeper_main(void *arg)
                 continue;
             }
             leader = 1;
-            LOG_INFO("audit", "this replica keeps the audit checkpoints", "interval_s=%d",
-                     app->cfg->audit_checkpoint_interval_s);
+            LOG_INFO("audit", "this replica keeps the audit checkpoints",
+                     "interval_s=%d audit_retention_days=%d", app->cfg->audit_checkpoint_interval_s,
+                     app->cfg->audit_retention_days);
             checkpoint(k, c, 1);
             next_ckpt = srv_now_ms() + interval_ms;
             next_retention = srv_now_ms();

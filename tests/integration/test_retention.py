@@ -5,16 +5,22 @@ kind and pass; it leaves what is not past its age, pending deliveries and
 running or recently finished jobs alone. The job counts by state that
 /metrics shows are kept by the jobs' own changes and stay equal to a
 count(*), and concurrent scrapes of a stale cache run one query."""
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import Client, ServerTest, wait_for  # noqa: E402
+import test_audit_export as audit_tests  # noqa: E402
+from harness import Client, Server, ServerTest, wait_for  # noqa: E402
 
 TOKEN = "metrics-token-for-retention-0123456789"
 BATCH = 10
+KEY_DIR = tempfile.mkdtemp(prefix="ty-retention-key-")
+atexit.register(shutil.rmtree, KEY_DIR, True)
 
 
 def job_insert(name, state, finished_days, started=True, team="ret"):
@@ -87,8 +93,8 @@ class RetentionTest(ServerTest):
             "now() - make_interval(days => d) FROM webhooks w, (VALUES ('delivered', 31), "
             "('failed', 31), ('failed', 40), ('pending', 31), ('delivered', 29)) v(s, d);")
         sql.append("COMMIT;")
-        self.db.sql("\n".join(sql))
         sessions_before = self.count("SELECT count(*) FROM sessions")
+        self.db.sql("\n".join(sql))
 
         def done():
             got = {k for k, _, _, _ in self.retention_events()}
@@ -107,7 +113,8 @@ class RetentionTest(ServerTest):
         self.assertEqual(self.count("SELECT count(*) FROM jobs WHERE id IN (%s)" % ids), 3)
         self.assertEqual(self.count("SELECT count(*) FROM sessions WHERE token_hash LIKE 'old-%'"),
                          0)
-        self.assertEqual(self.count("SELECT count(*) FROM sessions"), sessions_before - 12)
+        # The two young ones stay, and every session that had not expired.
+        self.assertEqual(self.count("SELECT count(*) FROM sessions"), sessions_before + 2)
         left = sorted(tuple(r) for r in self.db.sql(
             "SELECT status, extract(day FROM now() - created_at)::int FROM webhook_deliveries"))
         self.assertEqual(left, [("delivered", "29"), ("pending", "31")])
@@ -222,6 +229,59 @@ class SingleFlightScrapeTest(ServerTest):
         # The cache was empty: the first scrape read, every other one waited
         # for that read or found it cached.
         self.assertEqual(set(seen), {1.0}, seen)
+
+
+class AuditRetentionTest(audit_tests.AuditCase):
+    """The audit trail's own retention: off unless the server's configuration
+    sets audit_retention_days, which must then be at least 180; when on, the
+    keeper removes whole events up to a signed retention checkpoint, and an
+    export from there verifies with the offline verifier."""
+
+    def restart(self, *args):
+        """The class's server again, with args and the same signing key; the
+        admin signs in to it."""
+        key = os.path.join(KEY_DIR, "audit-signing.pem")
+        if not os.path.exists(key):
+            shutil.copy2(os.path.join(self.server.dir, "audit-signing.pem"), key)
+        self.server.stop()
+        type(self).server = Server(self.db, args=("--audit-key-path", key) + args, admin=False)
+        type(self).admin = Client(self.server.url)
+        st, body = self.admin.login("admin", harness.ADMIN_PASSWORD)
+        self.assertEqual(st, 200, body)
+
+    def test_a_short_retention_is_refused_at_start(self):
+        with self.assertRaises(RuntimeError) as ctx:
+            Server(self.db, args=("--audit-retention-days", "30"), admin=False)
+        self.assertIn("audit_retention_days must be 0 (keep forever) or at least 180",
+                      str(ctx.exception))
+
+    def test_off_by_default_then_from_a_signed_checkpoint(self):
+        key = self.public_key()
+        self.assert_error(self.admin.post("/api/v1/audit/retention"), 409, "conflict")
+        self.make_events(40, "ar")
+        aged = audit_tests.RetentionTest.age_events(self, 20, 200)
+        # A keeper that starts leading runs retention at once: off, it removes nothing.
+        self.restart()
+        wait_for(lambda: "audit retention is off" in self.server.log_text(), timeout=60,
+                 what="the keeper's retention turn")
+        self.assertEqual(self.db.sql("SELECT min(id) FROM audit_events")[0][0], "1")
+        # On (180 days): the 20 events of 200 days ago go, before a signed checkpoint.
+        self.restart("--audit-retention-days", "180")
+        wait_for(lambda: self.db.sql("SELECT min(id) FROM audit_events")[0][0] == "21",
+                 timeout=60, what="the keeper's retention")
+        cp = self.db.sql("SELECT seq, hash FROM audit_checkpoints WHERE kind = 'retention'")
+        self.assertEqual(cp, [["20", aged["20"]["hash"]]])
+        ev = self.db.sql("SELECT actor, details FROM audit_events WHERE action = 'audit.retention'")
+        self.assertEqual(ev[0][0], "system")
+        st, v, _ = self.admin.get("/api/v1/audit/verify")
+        self.assertTrue(v["valid"], v)
+        self.assertEqual(v["from_seq"], 20)
+        data = self.export()[0]
+        events, m = self.check_export(data, "jsonl", key)
+        self.assertEqual((events[0]["id"], m["prev_hash"]), (21, aged["20"]["hash"]))
+        self.assertIn(("20", "retention"), {(c["seq"], c["kind"]) for c in m["checkpoints"]})
+        rc, out, err = self.run_cli(data, key)
+        self.assertEqual(rc, 0, out + err)
 
 
 if __name__ == "__main__":
