@@ -28,6 +28,7 @@
 #include "monitor.h"
 #include "notify.h"
 #include "ratelimit.h"
+#include "retention.h"
 #include "routes.h"
 #include "sched_loop.h"
 #include "srv.h"
@@ -140,6 +141,7 @@ struct server_threads {
     struct monitor *monitor;
     struct webhooks *hooks;
     struct audit_keeper *keeper;
+    struct retention *retention;
     struct notify_listener *listener;
 };
 
@@ -269,6 +271,7 @@ static enum rc start_serving(struct srv_app *app, struct srv_tls *tls, struct se
         return RC_EINTERNAL;
     if (sched_loop_start(app, &t->sched) != RC_OK || monitor_start(app, &t->monitor) != RC_OK ||
         webhooks_start(app, &t->hooks) != RC_OK || audit_keeper_start(app, &t->keeper) != RC_OK ||
+        retention_start(app, &t->retention) != RC_OK ||
         notify_listener_start(app, &t->listener) != RC_OK)
         return RC_EINTERNAL;
     return RC_OK;
@@ -283,6 +286,7 @@ static void stop_all(struct srv_app *app, struct server_threads *t, struct srv_t
     monitor_stop(t->monitor);
     webhooks_stop(t->hooks);
     audit_keeper_stop(t->keeper);
+    retention_stop(t->retention);
     notify_listener_stop(t->listener); /* it calls into the waiters */
     if (app->waiters != NULL)
         waiters_stop(app->waiters);

@@ -165,11 +165,15 @@ enum rc api_audit_retention(struct srv_req *req)
 
     if (req->body != NULL && (rc = api_body_object(req, allowed)) != RC_OK)
         return rc;
+    if (req->app->cfg->audit_retention_days == 0)
+        return srv_fail(req, RC_ECONFLICT, "",
+                        "audit retention is off: this server keeps audit events forever "
+                        "(audit_retention_days is 0 in its configuration)");
     if (srv_db(req) == NULL)
         return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
     srv_actor(req, actor, sizeof(actor));
-    rc =
-        audit_retention_run(req->db, req->app->audit_key, actor, req->client_addr, &r, req->req_id);
+    rc = audit_retention_run(req->db, req->app->audit_key, req->app->cfg->audit_retention_days,
+                             actor, req->client_addr, &r, req->req_id);
     if (rc != RC_OK)
         return rc;
     if (r.removed > 0)

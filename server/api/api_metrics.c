@@ -4,8 +4,9 @@
  * Threads: api_metrics() runs on the API's pool threads; the metrics
  * listener (when configured) is one more libmicrohttpd daemon with its own
  * internal thread. Both go through scrape(), which reads the cache under
- * g_cache_lock (a leaf lock, held only to copy) and queries PostgreSQL
- * without it.
+ * g_cache_lock (a leaf lock, held only to copy or to wait on g_cache_cond)
+ * and queries PostgreSQL without it; at most one scrape queries at a time
+ * while the cache is on (snapshot()).
  */
 #include "api_metrics.h"
 
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "crypto.h"
 #include "db.h"
@@ -34,42 +36,97 @@ struct metrics_listener {
     struct srv_app *app;
 };
 
-static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct db_scrape_snapshot g_cache; /* guarded by g_cache_lock */
-static int64_t g_cache_ms;                /* when g_cache was read; 0 = never */
+/* A scrape that finds the cache stale while another scrape reads waits this
+ * long for that read (its pool wait plus a query), then answers without the
+ * cluster's state. */
+#define METRICS_FLIGHT_WAIT_MS 10000
 
-/* The snapshot into *snap: from the cache when fresh, else from the
- * database (then cached). RC_EUNAVAIL when the database cannot be read. */
+static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cache_cond = PTHREAD_COND_INITIALIZER; /* a read ended */
+static struct db_scrape_snapshot g_cache;                      /* guarded by g_cache_lock */
+static int64_t g_cache_ms;              /* when g_cache was read; 0 = never */
+static int g_reading;                   /* a scrape is reading the database now */
+static uint64_t g_read_gen;             /* reads ended, ever */
+static enum rc g_read_rc = RC_EUNAVAIL; /* how the last read ended */
+
+/* Read the cluster's state from the database into *snap. */
+static enum rc read_db(struct srv_app *app, struct db_scrape_snapshot *snap)
+{
+    PGconn *c = db_acquire(app->db, METRICS_DB_WAIT_MS);
+    enum rc rc;
+
+    if (c == NULL)
+        return RC_EUNAVAIL;
+    metrics_state_read();
+    rc = db_scrape_read(c, snap);
+    db_release(app->db, c);
+    return rc;
+}
+
+/* Wait (g_cache_lock held) until the read in flight ends or the wait is
+ * too long; returns that read's rc, RC_EUNAVAIL when it did not end. */
+static enum rc wait_flight(void)
+{
+    uint64_t gen = g_read_gen;
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += METRICS_FLIGHT_WAIT_MS / 1000;
+    while (g_reading && g_read_gen == gen)
+        if (pthread_cond_timedwait(&g_cache_cond, &g_cache_lock, &ts) != 0)
+            break;
+    return g_read_gen != gen ? g_read_rc : RC_EUNAVAIL;
+}
+
+/*
+ * The snapshot into *snap: from the cache when fresh, else from the
+ * database (then cached). Single-flight: while one scrape reads, the others
+ * that find the cache stale wait for its result instead of querying too, so
+ * an expiry costs one query however many scrapes arrive. RC_EUNAVAIL when
+ * the database cannot be read.
+ */
 static enum rc snapshot(struct srv_app *app, struct db_scrape_snapshot *snap)
 {
     int ttl = app->cfg->metrics_cache_ms;
-    int64_t now = srv_now_ms();
-    enum rc rc = RC_EUNAVAIL;
-    PGconn *c;
+    enum rc rc, got;
 
-    if (ttl > 0) {
-        pthread_mutex_lock(&g_cache_lock);
-        if (g_cache_ms != 0 && now - g_cache_ms < ttl)
+    if (ttl <= 0)
+        return read_db(app, snap); /* no cache: every scrape reads */
+    pthread_mutex_lock(&g_cache_lock);
+    if (g_cache_ms != 0 && srv_now_ms() - g_cache_ms < ttl) {
+        rc = db_scrape_copy(snap, &g_cache);
+        pthread_mutex_unlock(&g_cache_lock);
+        return rc;
+    }
+    if (g_reading) {
+        /* The read in flight answers this scrape too, fresh or not by now. */
+        if ((rc = wait_flight()) == RC_OK)
             rc = db_scrape_copy(snap, &g_cache);
         pthread_mutex_unlock(&g_cache_lock);
-        if (rc == RC_OK)
-            return RC_OK;
-    }
-    c = db_acquire(app->db, METRICS_DB_WAIT_MS);
-    if (c == NULL)
-        return RC_EUNAVAIL;
-    rc = db_scrape_read(c, snap);
-    db_release(app->db, c);
-    if (rc != RC_OK || ttl <= 0)
         return rc;
-    pthread_mutex_lock(&g_cache_lock);
-    db_scrape_cleanup(&g_cache);
-    if (db_scrape_copy(&g_cache, snap) == RC_OK)
-        g_cache_ms = srv_now_ms();
-    else
-        g_cache_ms = 0;
+    }
+    g_reading = 1;
     pthread_mutex_unlock(&g_cache_lock);
-    return RC_OK;
+
+    got = read_db(app, snap);
+
+    pthread_mutex_lock(&g_cache_lock);
+    rc = got;
+    if (got == RC_OK) {
+        db_scrape_cleanup(&g_cache);
+        if (db_scrape_copy(&g_cache, snap) == RC_OK) {
+            g_cache_ms = srv_now_ms();
+        } else {
+            g_cache_ms = 0;
+            rc = RC_ENOMEM; /* the waiters find nothing cached */
+        }
+    }
+    g_read_rc = rc;
+    g_read_gen++;
+    g_reading = 0;
+    pthread_cond_broadcast(&g_cache_cond);
+    pthread_mutex_unlock(&g_cache_lock);
+    return got; /* this scrape has its own copy, cached or not */
 }
 
 static enum rc scrape(struct srv_app *app, char **out, size_t *len)

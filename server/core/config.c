@@ -71,6 +71,8 @@ static const struct opt opts[] = {
     I(rendezvous_port_max, 1024, 65535, "highest MASTER_PORT handed to a job"),
     S(audit_key_path, "audit signing key (default <data_dir>/audit-signing.pem)"),
     I(audit_checkpoint_interval_s, 1, 7 * 86400, "seconds between signed audit checkpoints"),
+    I(audit_retention_days, 0, 36500,
+      "days audit events are kept, at least 180 (MLPS 2.0); 0 = forever (the default)"),
     I(export_link_ttl_s, 60, 30 * 86400, "seconds an approved export's download link works"),
     I(webhook_timeout_ms, 100, 60000, "longest wait for one webhook receiver, in ms"),
     S(tls_cert, "PEM certificate chain: serve HTTPS (with tls_key)"),
@@ -98,6 +100,17 @@ static const struct opt opts[] = {
     I(stream_max_total, 1, 3072,
       "open log follows, exports and parked requests of all users together"),
     I(stream_max_per_node, 1, 64, "parked assignment long-polls per node credential"),
+    I(retain_sessions_days, 0, 36500, "days an expired session is kept; 0 = forever"),
+    I(retain_webhook_deliveries_days, 0, 36500,
+      "days a delivered or failed webhook delivery is kept; 0 = forever"),
+    I(retain_job_logs_days, 0, 36500,
+      "days a finished job's output lines are kept after it finished; 0 = forever"),
+    I(retain_job_metrics_days, 0, 36500,
+      "days a finished job's metric points are kept after it finished; 0 = forever"),
+    I(retain_job_events_days, 0, 36500,
+      "days a finished job's events are kept after it finished; 0 = forever"),
+    I(retention_interval_s, 1, 7 * 86400, "seconds between two retention passes"),
+    I(retention_batch_rows, 10, 100000, "rows one retention transaction removes at most"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -143,6 +156,14 @@ void srv_config_defaults(struct srv_config *cfg)
     cfg->stream_max_per_address = 256;
     cfg->stream_max_total = 2048;
     cfg->stream_max_per_node = 8;
+    /* Retention defaults (docs/operations.md, "Retention", says why). */
+    cfg->retain_sessions_days = 1;
+    cfg->retain_webhook_deliveries_days = 30;
+    cfg->retain_job_logs_days = 90;
+    cfg->retain_job_metrics_days = 180;
+    cfg->retain_job_events_days = 400;
+    cfg->retention_interval_s = 3600;
+    cfg->retention_batch_rows = 1000;
 }
 
 static const struct opt *find_opt(const char *key, size_t len)
@@ -321,6 +342,12 @@ enum rc srv_config_load(struct srv_config *cfg, int argc, char **argv, struct er
         if ((rc = set_opt(cfg, o, val, "flag", e)) != RC_OK)
             return rc;
     }
+    if (cfg->audit_retention_days > 0 && cfg->audit_retention_days < AUDIT_RETENTION_MIN_DAYS)
+        return err_set(e, RC_EINVAL, "audit_retention_days",
+                       "audit_retention_days must be 0 (keep forever) or at least %d: audit "
+                       "records are kept at least %d days (MLPS 2.0), got %d",
+                       AUDIT_RETENTION_MIN_DAYS, AUDIT_RETENTION_MIN_DAYS,
+                       cfg->audit_retention_days);
     if (cfg->rendezvous_port_max < cfg->rendezvous_port_min)
         return err_set(e, RC_EINVAL, "rendezvous_port_max",
                        "rendezvous_port_max must not be below rendezvous_port_min");

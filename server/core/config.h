@@ -42,6 +42,8 @@ struct srv_config {
     int rendezvous_port_max;
     char audit_key_path[SRV_CFG_STR]; /* Ed25519 audit signing key (default in data_dir) */
     int audit_checkpoint_interval_s;  /* seconds between signed checkpoints of the audit chain */
+    int audit_retention_days;         /* audit events older are removed (also the policy's age when
+                                         longer); 0 = kept forever; otherwise >= AUDIT_RETENTION_MIN_DAYS */
     int export_link_ttl_s;            /* lifetime of a one-time export download link */
     int gpu_idle_util_pct;            /* GET /overview: idle below this utilization, % */
     int gpu_idle_min_s;               /* ... for at least this long, seconds */
@@ -63,7 +65,18 @@ struct srv_config {
     int stream_max_per_address; /* ... of every user request from one source address */
     int stream_max_total;       /* ... of all users together (http.h HTTP_CONNECTION_LIMIT) */
     int stream_max_per_node;    /* parked long-polls of one node credential */
+    /* Retention (loops/retention.h): each in days, 0 = keep forever. */
+    int retain_sessions_days;           /* an expired session, counted from its expiry */
+    int retain_webhook_deliveries_days; /* a delivered or failed delivery, from its creation */
+    int retain_job_logs_days;           /* a job's output lines, from the job's finish */
+    int retain_job_metrics_days;        /* a job's metric points, from the job's finish */
+    int retain_job_events_days;         /* a job's events, from the job's finish */
+    int retention_interval_s;           /* seconds between two retention passes */
+    int retention_batch_rows;           /* rows one retention transaction removes at most */
 };
+
+/* The shortest audit retention: MLPS 2.0 asks for at least 6 months of audit records. */
+#define AUDIT_RETENTION_MIN_DAYS 180
 
 /* Fill cfg with the defaults. */
 void srv_config_defaults(struct srv_config *cfg);

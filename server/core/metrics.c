@@ -55,6 +55,7 @@ static _Atomic uint64_t g_polls_expired;
 /* Long-polls parked now (a gauge: it goes down as well as up). */
 static _Atomic int64_t g_polls_parked;
 static _Atomic uint64_t g_lead[METRICS_LEAD_NEVENTS];
+static _Atomic uint64_t g_state_reads;
 /* Wall clock at metrics_mark_start(); 0 until then. */
 static _Atomic int64_t g_start_s;
 
@@ -132,6 +133,11 @@ void metrics_db_pool_wait(int64_t waited_us, int timed_out)
 void metrics_webhook_failure(void)
 {
     add(&g_webhook_failures, 1);
+}
+
+void metrics_state_read(void)
+{
+    add(&g_state_reads, 1);
 }
 
 void metrics_job_restart(void)
@@ -361,6 +367,9 @@ static void render_process(const struct srv_app *app, struct out *o)
             put(o, "trainyard_scheduler_lead_changes_total{event=\"%s\"} %llu\n", ev[i],
                 (unsigned long long)get(&g_lead[i]));
     }
+    head(o, "trainyard_metrics_state_reads_total", "counter",
+         "Queries of the cluster's state this replica ran for /metrics");
+    put(o, "trainyard_metrics_state_reads_total %llu\n", (unsigned long long)get(&g_state_reads));
 }
 
 static const char *const job_states[] = {"QUEUED",     "PLACED",    "STARTING", "RUNNING",

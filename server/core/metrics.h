@@ -8,7 +8,8 @@
  *    storage, one relaxed fetch_add per event, no lock;
  *  - the cluster's state read from PostgreSQL at scrape time
  *    (db_scrape.h): one bounded query, cached for metrics_cache_ms so that
- *    many scrapers cost one query per interval.
+ *    many scrapers cost one query per interval (single-flight: scrapes that
+ *    find the cache stale while a read is in flight wait for that read).
  *
  * metrics_render() writes the text exposition format (version 0.0.4).
  *
@@ -50,6 +51,10 @@ void metrics_db_pool_wait(int64_t waited_us, int timed_out);
 
 /* A webhook delivery attempt that failed (any reason). */
 void metrics_webhook_failure(void);
+
+/* One query of the cluster's state for /metrics (db_scrape_read), however
+ * many scrapes it answered. */
+void metrics_state_read(void);
 
 /* A job this process moved to RESTARTING after a failed or lost attempt. */
 void metrics_job_restart(void);

@@ -2,9 +2,8 @@
  * audit_keeper.c - the audit key at start-up and the keeper thread (see
  * audit_keeper.h).
  *
- * Threading: one thread owns the fields below `thread`; `lock` guards only
- * `stop` and pairs with `cond`, so audit_keeper_stop() can cut a wait short.
- * The lock is never held across SQL.
+ * Threading: one thread owns the struct; only `wait` (loop_wait.h) is
+ * shared, with audit_keeper_stop(), which cuts a sleep short.
  */
 #include "audit_keeper.h"
 
@@ -20,6 +19,7 @@
 #include "db_audit_keys.h"
 #include "db_audit_sign.h"
 #include "log.h"
+#include "loop_wait.h"
 #include "srv.h"
 
 /* Advisory lock key of the audit keeper (the scheduler's is 7243002). */
@@ -32,9 +32,7 @@
 struct audit_keeper {
     struct srv_app *app;
     pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int stop; /* guarded by lock */
+    struct loop_wait wait; /* its sleeps, cut short by the stop */
 };
 
 /* mkdir -p with mode for each missing component. */
@@ -113,33 +111,6 @@ static int try_lead(PGconn *c)
     return leader;
 }
 
-/* Sleep until deadline_ms (monotonic) or stop; returns 0 when stopping. */
-static int wait_until(struct audit_keeper *k, int64_t deadline_ms)
-{
-    int stop;
-
-    pthread_mutex_lock(&k->lock);
-    while (!k->stop) {
-        int64_t left = deadline_ms - srv_now_ms();
-        struct timespec ts;
-        if (left <= 0)
-            break;
-        if (left > 1000)
-            left = 1000; /* re-read the monotonic clock now and then */
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (long)(left % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&k->cond, &k->lock, &ts);
-    }
-    stop = k->stop;
-    pthread_mutex_unlock(&k->lock);
-    return !stop;
-}
-
 static void checkpoint(struct audit_keeper *k, PGconn *c, int only_first)
 {
     int made = 0;
@@ -155,7 +126,15 @@ static void checkpoint(struct audit_keeper *k, PGconn *c, int only_first)
 static void retention(struct audit_keeper *k, PGconn *c)
 {
     struct audit_retention_result r;
-    enum rc rc = audit_retention_run(c, k->app->audit_key, "system", "", &r, NULL);
+    enum rc rc;
+
+    if (k->app->cfg->audit_retention_days == 0) {
+        LOG_INFO("audit", "audit retention is off: events are kept forever",
+                 "audit_retention_days=0");
+        return;
+    }
+    rc = audit_retention_run(c, k->app->audit_key, k->app->cfg->audit_retention_days, "system", "",
+                             &r, NULL);
 
     if (rc != RC_OK)
         LOG_WARN("audit", "retention failed", "rc=%s", rc_str(rc));
@@ -177,7 +156,7 @@ static void *keeper_main(void *arg)
 
     for (;;) {
         if (c == NULL && (c = db_acquire(app->db, 1000)) == NULL) {
-            if (!wait_until(k, srv_now_ms() + 1000))
+            if (!loop_wait_until(&k->wait, srv_now_ms() + 1000))
                 break;
             continue;
         }
@@ -186,13 +165,14 @@ static void *keeper_main(void *arg)
                 /* Someone else keeps: do not sit on a pooled connection. */
                 db_release(app->db, c);
                 c = NULL;
-                if (!wait_until(k, srv_now_ms() + KEEPER_RETRY_MS))
+                if (!loop_wait_until(&k->wait, srv_now_ms() + KEEPER_RETRY_MS))
                     break;
                 continue;
             }
             leader = 1;
-            LOG_INFO("audit", "this replica keeps the audit checkpoints", "interval_s=%d",
-                     app->cfg->audit_checkpoint_interval_s);
+            LOG_INFO("audit", "this replica keeps the audit checkpoints",
+                     "interval_s=%d audit_retention_days=%d", app->cfg->audit_checkpoint_interval_s,
+                     app->cfg->audit_retention_days);
             checkpoint(k, c, 1);
             next_ckpt = srv_now_ms() + interval_ms;
             next_retention = srv_now_ms();
@@ -213,7 +193,7 @@ static void *keeper_main(void *arg)
             continue;
         }
         wake = next_ckpt < next_retention ? next_ckpt : next_retention;
-        if (!wait_until(k, wake))
+        if (!loop_wait_until(&k->wait, wake))
             break;
     }
     if (c != NULL) {
@@ -235,11 +215,9 @@ enum rc audit_keeper_start(struct srv_app *app, struct audit_keeper **out)
     if ((k = calloc(1, sizeof(*k))) == NULL)
         return RC_ENOMEM;
     k->app = app;
-    pthread_mutex_init(&k->lock, NULL);
-    pthread_cond_init(&k->cond, NULL);
+    loop_wait_init(&k->wait);
     if (pthread_create(&k->thread, NULL, keeper_main, k) != 0) {
-        pthread_mutex_destroy(&k->lock);
-        pthread_cond_destroy(&k->cond);
+        loop_wait_cleanup(&k->wait);
         free(k);
         return RC_EINTERNAL;
     }
@@ -251,12 +229,8 @@ void audit_keeper_stop(struct audit_keeper *k)
 {
     if (k == NULL)
         return;
-    pthread_mutex_lock(&k->lock);
-    k->stop = 1;
-    pthread_cond_signal(&k->cond);
-    pthread_mutex_unlock(&k->lock);
+    loop_wait_stop(&k->wait);
     pthread_join(k->thread, NULL);
-    pthread_mutex_destroy(&k->lock);
-    pthread_cond_destroy(&k->cond);
+    loop_wait_cleanup(&k->wait);
     free(k);
 }

@@ -10,7 +10,8 @@
  *
  * As leader it makes a checkpoint at once when there is none yet, then one
  * every cfg->audit_checkpoint_interval_s when the head moved, and runs
- * retention (db_audit_sign.h) when it starts leading and then every 24 hours.
+ * retention (db_audit_sign.h) when it starts leading and then every 24 hours,
+ * when cfg->audit_retention_days is not 0 (off, the default: kept forever).
  *
  * Threads: one thread; main starts and stops it.
  */

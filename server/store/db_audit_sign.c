@@ -149,7 +149,7 @@ enum rc audit_checkpoint_list(PGconn *conn, const char *before_id, int limit, js
 /* The events to remove: the newest one older than the cutoff that has no
  * newer-stamped event before it, so a clock step back never takes a young
  * event along. Locked head held by the caller. */
-static enum rc retention_target(PGconn *conn, int *days, int64_t *through, char *hash,
+static enum rc retention_target(PGconn *conn, int min_days, int *days, int64_t *through, char *hash,
                                 const char *req_id)
 {
     enum rc rc;
@@ -167,6 +167,8 @@ static enum rc retention_target(PGconn *conn, int *days, int64_t *through, char 
     PQclear(res);
     if (*days < 1)
         *days = 180;
+    if (*days < min_days)
+        *days = min_days;
     snprintf(dbuf, sizeof(dbuf), "%d", *days);
     p[0] = dbuf;
     res = db_exec(conn,
@@ -185,9 +187,9 @@ static enum rc retention_target(PGconn *conn, int *days, int64_t *through, char 
     return rc;
 }
 
-enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, const char *actor,
-                            const char *source, struct audit_retention_result *out,
-                            const char *req_id)
+enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, int min_days,
+                            const char *actor, const char *source,
+                            struct audit_retention_result *out, const char *req_id)
 {
     enum rc rc;
     PGresult *res = NULL;
@@ -201,7 +203,8 @@ enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, const cha
     /* The head lock keeps appends out until the removal commits. */
     if ((rc = db_exec_ok(conn, req_id, "SELECT seq FROM audit_head FOR UPDATE", 0, NULL)) != RC_OK)
         goto out;
-    if ((rc = retention_target(conn, &out->retention_days, &out->through, hash, req_id)) != RC_OK)
+    if ((rc = retention_target(conn, min_days, &out->retention_days, &out->through, hash,
+                               req_id)) != RC_OK)
         goto out;
     if (out->through == 0)
         goto out; /* nothing old enough */

@@ -51,20 +51,21 @@ struct audit_retention_result {
     int64_t through;       /* last deleted event id; 0 when none */
     int64_t checkpoint_id; /* audit_checkpoints.id of the retention checkpoint; 0 when none */
     int64_t event_id;      /* the audit.retention event; 0 when none */
-    int retention_days;    /* compliance_policy.audit_retention_days */
+    int retention_days;    /* the age used: the policy's audit_retention_days, or min_days
+                              when that is longer */
 };
 
 /*
  * Retention now, in one transaction on the idle conn: lock the chain head,
  * find the newest event older than compliance_policy.audit_retention_days
- * (and older than every event after it), insert a signed 'retention'
- * checkpoint for it, delete the events up to it and append an
- * "audit.retention" event by who (actor, source; action etc. are ignored).
- * Nothing is written when there is nothing to remove (out->removed 0).
+ * or min_days, whichever is longer (and older than every event after it), insert a signed
+ * 'retention' checkpoint for it, delete the events up to it and append an "audit.retention" event
+ * by who (actor, source; action etc. are ignored). Nothing is written when there is nothing to
+ * remove (out->removed 0).
  */
-enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, const char *actor,
-                            const char *source, struct audit_retention_result *out,
-                            const char *req_id) TY_WUR;
+enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, int min_days,
+                            const char *actor, const char *source,
+                            struct audit_retention_result *out, const char *req_id) TY_WUR;
 
 /* The range of an export; NULL members are open. Strings borrowed. */
 struct audit_export_range {

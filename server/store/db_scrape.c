@@ -10,13 +10,15 @@
 #include "db.h"
 
 /* One round trip, one row per (kind, label). The kinds are the numbers of
- * enum db_scrape_kind. Every part is bounded by teams, states, nodes or
- * GPUs, never by jobs over time, except the job counts by state, which the
- * jobs_state_id index answers (and the caller caches). */
+ * enum db_scrape_kind. Every part is bounded by teams, states, nodes, GPUs
+ * or waiting jobs, never by jobs over time: the job counts by state are the
+ * sums of job_state_counts, which the jobs' own changes keep and the
+ * retention loop folds (sql/020_retention.sql). */
 static const char *const metrics_sql =
     "SELECT 0, t.name, count(j.id)::float8 FROM teams t LEFT JOIN jobs j ON j.team_id = t.id "
     "AND j.state IN ('QUEUED', 'RESTARTING') GROUP BY t.name "
-    "UNION ALL SELECT 1, state, count(*)::float8 FROM jobs GROUP BY state "
+    "UNION ALL SELECT 1, state, sum(n)::float8 FROM job_state_counts GROUP BY state "
+    "HAVING sum(n) <> 0 "
     "UNION ALL SELECT 2, '', count(*)::float8 FROM gpus "
     "UNION ALL SELECT 3, '', coalesce(sum(cardinality(a.gpu_indices)), 0)::float8 "
     "FROM allocations a WHERE a.released_at IS NULL "

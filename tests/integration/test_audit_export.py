@@ -671,6 +671,8 @@ class AppendOnlyTest(AuditCase):
 
 
 class RetentionTest(AuditCase):
+    server_args = ("--audit-retention-days", "180")
+
     def age_events(self, n, days):
         """Move the first n events days back (as the superuser, guard off) and
         rehash the whole chain so it stays valid."""

@@ -54,7 +54,9 @@ class AuthzMatrixTest(ServerTest):
     # The matrix's node sends no heartbeats: keep it from being declared lost.
     server_args = ("--node-timeout-s", "3600", "--storage-root", STORAGE,
                    "--templates-dir", os.path.join(harness.SRC, "templates"),
-                   "--examples-dir", os.path.abspath(os.path.join(harness.SRC, "examples")))
+                   "--examples-dir", os.path.abspath(os.path.join(harness.SRC, "examples")),
+                   # Audit retention on, so that an admin's run is answered 200.
+                   "--audit-retention-days", "180")
     def test_matrix(self):
         st, alpha, _ = self.admin.post("/api/v1/teams", {"name": "alpha"})
         st, beta, _ = self.admin.post("/api/v1/teams", {"name": "beta"})
