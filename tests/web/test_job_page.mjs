@@ -129,9 +129,14 @@ test('the job page and the wizard: long logs, layout, bad address, expired sessi
       for (const width of [1280, 390]) {
         await p.setViewportSize({ width, height: width === 1280 ? 800 : 844 });
         await open(p, `#/jobs/${failed}`);
-        await p.waitForSelector('table.checkpoints tbody tr:not(.empty)');
+        // The table by its caption (what a screen reader announces).
+        await p.evaluate(() => {
+          const tb = [...document.querySelectorAll('table')].find((x) => x.caption && /^(检查点|Checkpoints)$/.test(x.caption.textContent.trim()));
+          if (tb) tb.dataset.test = 'checkpoints';
+        });
+        await p.waitForSelector('table[data-test=checkpoints] tbody tr:not(.empty)');
         const cells = await p.evaluate(() => {
-          const tb = document.querySelector('table.checkpoints');
+          const tb = document.querySelector('table[data-test=checkpoints]');
           tb.scrollIntoView({ block: 'center' });
           const wrap = tb.closest('.table-wrap').getBoundingClientRect();
           const vw = document.documentElement.clientWidth;
