@@ -54,6 +54,9 @@ export function argvParse(text) {
   }
   return out;
 }
+// An argv on one line as the review shows it: an argument with a space, a
+// quote or nothing in it is in JSON quotes, so what runs is what is read.
+const argvShown = (argv) => (argv || []).map((a) => (a === '' || /[\s"]/.test(a) ? JSON.stringify(a) : a)).join(' ');
 // A whole number in lo..hi, from an input's text.
 const intIn = (v, lo, hi) => /^\s*\d+\s*$/.test(String(v)) && Number(v) >= lo && Number(v) <= hi;
 
@@ -413,6 +416,7 @@ export function render(main, ctx) {
       if (k === 'resources') continue;
       let text;
       if (k === 'env' && v && typeof v === 'object') text = Object.entries(v).map(([a, b]) => h('span', { class: 'pill wrap' }, `${a}=${b}`));
+      else if (k === 'priority' && has('prio.' + v)) text = t('prio.' + v);
       else text = h('code', { class: 'wrap' }, typeof v === 'object' ? JSON.stringify(v) : String(v));
       rows.push(h('dt', null, has('wizard.carry_' + k) ? t('wizard.carry_' + k) : k), h('dd', null, text));
     }
@@ -455,7 +459,7 @@ export function render(main, ctx) {
     replace(body, h('h2', null, t('wizard.step_review')),
       h('div', { class: 'form-grid' }, fields.name, fields.team),
       h('dl', { class: 'kv review' },
-        row('wizard.r_template', st.tpl ? tr(st.tpl.name) : h('code', { class: 'wrap' }, (s.command || []).join(' ')), 'template'),
+        row('wizard.r_template', st.tpl ? tr(st.tpl.name) : h('code', { class: 'wrap', id: 'wizard-argv' }, argvShown(s.command)), 'template'),
         row('wizard.r_dataset', (st.dataset || t('wizard.no_dataset')) + (st.moreDatasets.length ? ' ' + t('wizard.more_datasets', { n: st.moreDatasets.length }) : ''), 'dataset'),
         row('wizard.r_gpus', t('wizard.n_gpus', { n: s.resources.gpus }) + (s.resources.gpus_per_node ? ' · ' + t('wizard.per_node', { n: s.resources.gpus_per_node }) : ''), 'gpus'),
         row('wizard.r_strategy', t('wizard.strategy_' + (s.strategy || 'none')) + (advice && advice.strategy && st.strategy === 'auto' ? ' → ' + t('wizard.strategy_' + advice.strategy) : ''), 'strategy'),
