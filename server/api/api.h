@@ -73,6 +73,7 @@ enum rc api_agent_exit(struct srv_req *req);
 
 /* api_logs.c */
 enum rc api_job_logs(struct srv_req *req);
+enum rc api_job_logs_download(struct srv_req *req);
 enum rc api_job_metrics(struct srv_req *req);
 enum rc api_job_checkpoints(struct srv_req *req);
 

@@ -1,6 +1,6 @@
 /*
- * api_logs.c - a job's logs (paged, or followed as Server-Sent Events),
- * metrics and checkpoints.
+ * api_logs.c - a job's logs (paged from either end, followed as Server-Sent
+ * Events, or downloaded whole as text), metrics and checkpoints.
  *
  * Following: the stream callback reads new job events and lines from the
  * database; when there are none it parks the connection in the waiters
@@ -27,6 +27,11 @@
 
 #define SSE_PING_MS 15000
 #define SSE_BATCH 500
+/* How often a followed stream asks whether its session still exists: a
+ * stream outlives the check that opened it, and one whose user signed out
+ * (or whose session expired) must end, so that the browser's reconnect
+ * meets the 401 and the page sends the user to sign in. */
+#define SSE_AUTH_MS 5000
 
 static enum rc visible_job(struct srv_req *req, int64_t *id, char *state, size_t n)
 {
@@ -96,6 +101,7 @@ struct follow {
     struct srv_req *req; /* borrowed; the request outlives the stream */
     struct db_log_filter f;
     int64_t events_after; /* job_events.id of the last job event sent */
+    int64_t auth_next_ms; /* monotonic ms of the next session check */
     char *pending;        /* owned; formatted events not yet sent */
     size_t len, off;
     int done;
@@ -153,6 +159,18 @@ static int add_job_events(struct follow *fw, PGconn *c)
     return n;
 }
 
+/* 0 once the cookie session the stream was opened with is gone (signed
+ * out, expired, deleted); API tokens are not re-checked here. */
+static int still_signed_in(struct follow *fw, PGconn *c)
+{
+    struct db_auth_user u;
+
+    if (!fw->req->who.via_cookie || srv_now_ms() < fw->auth_next_ms)
+        return 1;
+    fw->auth_next_ms = srv_now_ms() + SSE_AUTH_MS;
+    return db_auth_session_user(c, fw->req->who.session_hash, &u, fw->req->req_id) != RC_ENOTFOUND;
+}
+
 /* Read the next lines (or the end) into fw->pending. */
 static void follow_fill(struct follow *fw)
 {
@@ -165,6 +183,11 @@ static void follow_fill(struct follow *fw)
 
     if (c == NULL)
         return;
+    if (!still_signed_in(fw, c)) {
+        fw->done = 1; /* the stream ends with what was sent */
+        db_release(app->db, c);
+        return;
+    }
     if (add_job_events(fw, c) > 0) {
         db_release(app->db, c);
         return; /* the lines next time round */
@@ -209,6 +232,8 @@ static long follow_read(void *cls, uint64_t pos, char *buf, size_t max)
             return -1;
         fw->req->poll_checked_us = srv_mono_us(); /* before looking: see waiters.h */
         follow_fill(fw);
+        if (fw->len == 0 && fw->done)
+            return -1;
         if (fw->len == 0) {
             if (srv_now_ms() >= fw->req->poll_deadline_ms && fw->req->poll_deadline_ms != 0) {
                 /* Keep-alive for proxies, then wait again. */
@@ -226,20 +251,46 @@ static long follow_read(void *cls, uint64_t pos, char *buf, size_t max)
     return (long)n;
 }
 
+/* A page of lines: the first `limit` after `after`, or with `tail=1` or
+ * `before` the last `limit` before `before` (or the end). Both answers are
+ * oldest first; prev_before is the cursor for the page before this one, or
+ * null once the first line is in. */
+static enum rc logs_page(struct srv_req *req, struct db_log_filter *f, const char *state)
+{
+    json_t *rows = NULL, *first, *last, *prev = NULL;
+    enum rc rc;
+
+    if (f->tail)
+        f->limit++; /* one more than asked: says whether earlier lines remain */
+    if ((rc = db_logs_read(req->db, f, &rows, req->req_id)) != RC_OK)
+        return rc;
+    if (f->tail && json_array_size(rows) == (size_t)f->limit) {
+        json_array_remove(rows, 0);
+        first = json_array_get(rows, 0);
+        prev = first ? json_incref(json_object_get(first, "id")) : NULL;
+    }
+    last = json_array_size(rows) > 0 ? json_array_get(rows, json_array_size(rows) - 1) : NULL;
+    return srv_reply(req, 200,
+                     json_pack("{s:o,s:O,s:o,s:s}", "logs", rows, "next_after",
+                               last ? json_object_get(last, "id") : json_null(), "prev_before",
+                               prev ? prev : json_null(), "state", state));
+}
+
 enum rc api_job_logs(struct srv_req *req)
 {
     struct db_log_filter f = {0};
     char state[16];
-    long rank = -1, attempt = 0, limit = 1000;
-    int64_t after = 0, events_after = 0, last_event = -1;
+    long rank = -1, attempt = 0, limit = 1000, tail = 0;
+    int64_t after = 0, before = 0, events_after = 0, last_event = -1;
     const char *stream = srv_query(req, "stream"), *follow = srv_query(req, "follow");
     const char *last_id = srv_header(req, "Last-Event-ID");
-    json_t *rows = NULL, *last;
     enum rc rc;
 
     if ((rc = int_query(req, "rank", 0, 1023, &rank)) != RC_OK ||
         (rc = int_query(req, "attempt", 1, 1000000, &attempt)) != RC_OK ||
         (rc = cursor_value(req, "after", srv_query(req, "after"), &after)) != RC_OK ||
+        (rc = cursor_value(req, "before", srv_query(req, "before"), &before)) != RC_OK ||
+        (rc = int_query(req, "tail", 0, 1, &tail)) != RC_OK ||
         (rc = int_query(req, "limit", 1, 5000, &limit)) != RC_OK ||
         (rc = cursor_value(req, "events_after", srv_query(req, "events_after"), &events_after)) !=
             RC_OK)
@@ -251,12 +302,21 @@ enum rc api_job_logs(struct srv_req *req)
         return rc;
     if (stream != NULL && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
         return srv_fail(req, RC_EINVAL, "stream", "stream must be stdout or stderr");
+    if (srv_query(req, "before") != NULL && before == 0)
+        return srv_fail(req, RC_EINVAL, "before", "before must be an id from 1 to %lld",
+                        (long long)INT64_MAX);
+    if (follow != NULL && strcmp(follow, "1") == 0 && (before > 0 || tail))
+        return srv_fail(req, RC_EINVAL, before > 0 ? "before" : "tail",
+                        "a followed log reads forwards: %s cannot be used with follow",
+                        before > 0 ? "before" : "tail");
     if ((rc = visible_job(req, &f.job_id, state, sizeof(state))) != RC_OK)
         return rc;
     f.rank = (int)rank;
     f.stream = stream;
     f.attempt = (int)attempt;
     f.after_id = after;
+    f.before_id = before;
+    f.tail = before > 0 || tail;
     f.limit = (int)limit;
     if (follow != NULL && strcmp(follow, "1") == 0) {
         struct follow *fw = calloc(1, sizeof(*fw));
@@ -265,6 +325,7 @@ enum rc api_job_logs(struct srv_req *req)
         fw->req = req;
         fw->f = f;
         fw->events_after = events_after;
+        fw->auth_next_ms = srv_now_ms() + SSE_AUTH_MS;
         fw->f.limit = SSE_BATCH;
         if (last_event >= 0)
             fw->f.after_id = last_event; /* a reconnect: after the last line it had */
@@ -274,12 +335,130 @@ enum rc api_job_logs(struct srv_req *req)
         return srv_reply_stream(req, "text/event-stream; charset=utf-8", follow_read, fw,
                                 follow_free);
     }
-    if ((rc = db_logs_read(req->db, &f, &rows, req->req_id)) != RC_OK)
+    return logs_page(req, &f, state);
+}
+
+/* The whole log as text, read in pages of DOWNLOAD_PAGE lines as the client
+ * takes it: a long log is never held in memory at once. */
+#define DOWNLOAD_PAGE 5000
+
+struct download {
+    struct srv_req *req; /* borrowed; the request outlives the stream */
+    struct db_log_filter f;
+    char *buf; /* owned; the current page as text */
+    size_t len, off, cap;
+    int done;
+};
+
+static void download_free(void *cls)
+{
+    struct download *d = cls;
+
+    if (d == NULL)
+        return;
+    free(d->buf);
+    free(d);
+}
+
+/* Append n bytes to d->buf; 0 on ENOMEM. */
+static int download_put(struct download *d, const char *s, size_t n)
+{
+    if (d->len + n > d->cap) {
+        size_t cap = d->cap ? d->cap : 65536;
+        char *nb;
+        while (cap < d->len + n)
+            cap *= 2;
+        if ((nb = realloc(d->buf, cap)) == NULL)
+            return 0;
+        d->buf = nb;
+        d->cap = cap;
+    }
+    memcpy(d->buf + d->len, s, n);
+    d->len += n;
+    return 1;
+}
+
+/* The next page into d->buf, one line each (a newline added where the line
+ * has none); 0 when the database failed. */
+static int download_fill(struct download *d)
+{
+    PGconn *c = db_acquire(d->req->app->db, 2000);
+    json_t *rows = NULL, *row;
+    size_t i;
+    int ok = 0;
+
+    if (c == NULL)
+        return 0;
+    if (db_logs_read(c, &d->f, &rows, d->req->req_id) != RC_OK)
+        goto out;
+    json_array_foreach(rows, i, row)
+    {
+        const char *text = json_string_value(json_object_get(row, "text"));
+        size_t n = text ? strlen(text) : 0;
+        if ((n > 0 && !download_put(d, text, n)) ||
+            ((n == 0 || text[n - 1] != '\n') && !download_put(d, "\n", 1)))
+            goto out;
+        d->f.after_id = strtoll(json_string_value(json_object_get(row, "id")), NULL, 10);
+    }
+    /* A short page is the end: lines that arrive later are not this download's. */
+    d->done = json_array_size(rows) < (size_t)d->f.limit;
+    ok = 1;
+out:
+    json_decref(rows);
+    db_release(d->req->app->db, c);
+    return ok;
+}
+
+static long download_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct download *d = cls;
+    size_t n;
+
+    (void)pos;
+    while (d->off == d->len) {
+        d->off = d->len = 0;
+        if (d->done)
+            return -1;
+        if (app_stopping(d->req->app) || !download_fill(d))
+            return -2; /* a cut-off body, never a download that looks whole */
+    }
+    n = d->len - d->off < max ? d->len - d->off : max;
+    memcpy(buf, d->buf + d->off, n);
+    d->off += n;
+    return (long)n;
+}
+
+enum rc api_job_logs_download(struct srv_req *req)
+{
+    struct download *d;
+    char state[16];
+    long rank = -1, attempt = 0;
+    const char *stream = srv_query(req, "stream");
+    enum rc rc;
+
+    if ((rc = int_query(req, "rank", 0, 1023, &rank)) != RC_OK ||
+        (rc = int_query(req, "attempt", 1, 1000000, &attempt)) != RC_OK)
         return rc;
-    last = json_array_size(rows) > 0 ? json_array_get(rows, json_array_size(rows) - 1) : NULL;
-    return srv_reply(req, 200,
-                     json_pack("{s:o,s:O,s:s}", "logs", rows, "next_after",
-                               last ? json_object_get(last, "id") : json_null(), "state", state));
+    if (stream != NULL && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+        return srv_fail(req, RC_EINVAL, "stream", "stream must be stdout or stderr");
+    if ((d = calloc(1, sizeof(*d))) == NULL)
+        return RC_ENOMEM;
+    if ((rc = visible_job(req, &d->f.job_id, state, sizeof(state))) != RC_OK) {
+        free(d);
+        return rc;
+    }
+    d->req = req;
+    d->f.rank = (int)rank;
+    d->f.stream = stream == NULL ? NULL : (strcmp(stream, "stdout") == 0 ? "stdout" : "stderr");
+    d->f.attempt = (int)attempt;
+    d->f.limit = DOWNLOAD_PAGE;
+    if (rank >= 0)
+        snprintf(req->resp_filename, sizeof(req->resp_filename), "job-%lld-rank-%ld.log",
+                 (long long)d->f.job_id, rank);
+    else
+        snprintf(req->resp_filename, sizeof(req->resp_filename), "job-%lld.log",
+                 (long long)d->f.job_id);
+    return srv_reply_stream(req, "text/plain; charset=utf-8", download_read, d, download_free);
 }
 
 enum rc api_job_metrics(struct srv_req *req)

@@ -58,6 +58,7 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/jobs/{id}/exports", SRV_AUTH_USER, api_export_create),
     R("GET", "/api/v1/jobs/{id}/forecast", SRV_AUTH_USER, api_job_forecast),
     R("GET", "/api/v1/jobs/{id}/logs", SRV_AUTH_USER, api_job_logs),
+    R("GET", "/api/v1/jobs/{id}/logs/download", SRV_AUTH_USER, api_job_logs_download),
     R("GET", "/api/v1/jobs/{id}/metrics", SRV_AUTH_USER, api_job_metrics),
     R("GET", "/api/v1/jobs/{id}/outputs", SRV_AUTH_USER, api_job_outputs),
     R("GET", "/api/v1/me", SRV_AUTH_USER, api_me),

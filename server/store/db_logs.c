@@ -9,8 +9,8 @@
 
 enum rc db_logs_read(PGconn *c, const struct db_log_filter *f, json_t **out, const char *req_id)
 {
-    char job[24], rank[16], att[16], after[24], lim[16];
-    const char *p[6];
+    char job[24], rank[16], att[16], after[24], lim[16], before[24];
+    const char *p[7];
 
     snprintf(job, sizeof(job), "%lld", (long long)f->job_id);
     snprintf(rank, sizeof(rank), "%d", f->rank);
@@ -23,12 +23,26 @@ enum rc db_logs_read(PGconn *c, const struct db_log_filter *f, json_t **out, con
     p[3] = f->attempt > 0 ? att : NULL;
     p[4] = after;
     p[5] = lim;
+    snprintf(before, sizeof(before), "%lld", (long long)f->before_id);
+    p[6] = f->before_id > 0 ? before : NULL;
+    /* Both orders walk the job_logs_job index (job_id, id) from one end, so
+     * the last page of a long log costs what the first one does. */
+    if (f->tail)
+        return db_query_json(
+            c,
+            "SELECT * FROM (SELECT id, attempt, rank, stream, ts, text FROM job_logs "
+            "WHERE job_id = $1 AND ($2::int IS NULL OR rank = $2) AND "
+            "($3::text IS NULL OR stream = $3) AND ($4::int IS NULL OR attempt = $4) AND "
+            "id > $5 AND ($7::bigint IS NULL OR id < $7) ORDER BY id DESC LIMIT $6) t "
+            "ORDER BY id",
+            7, p, 0, out, req_id);
     return db_query_json(
         c,
         "SELECT id, attempt, rank, stream, ts, text FROM job_logs WHERE job_id = $1 AND "
         "($2::int IS NULL OR rank = $2) AND ($3::text IS NULL OR stream = $3) AND "
-        "($4::int IS NULL OR attempt = $4) AND id > $5 ORDER BY id LIMIT $6",
-        6, p, 0, out, req_id);
+        "($4::int IS NULL OR attempt = $4) AND id > $5 AND ($7::bigint IS NULL OR id < $7) "
+        "ORDER BY id LIMIT $6",
+        7, p, 0, out, req_id);
 }
 
 enum rc db_metrics_read(PGconn *c, int64_t job_id, int64_t after_id, int limit, json_t **out,

@@ -18,10 +18,15 @@ struct db_log_filter {
     const char *stream; /* NULL = both */
     int attempt;        /* 0 = all attempts */
     int64_t after_id;   /* only lines with a larger id */
-    int limit;          /* 1..5000 */
+    int64_t before_id;  /* only lines with a smaller id; 0 = no bound */
+    int tail;           /* 1: the newest `limit` lines that match, not the oldest */
+    int limit;          /* 1..5001 */
 };
 
-/* Log lines in id order: [{id, attempt, rank, stream, ts, text}]. */
+/* Log lines in id order: [{id, attempt, rank, stream, ts, text}]. Without
+ * f->tail the first f->limit lines that match; with it the last f->limit
+ * (still returned oldest first), which is how a page reads a log backwards
+ * from its end (before_id = the first id it has). */
 enum rc db_logs_read(PGconn *c, const struct db_log_filter *f, json_t **out,
                      const char *req_id) TY_WUR;
 

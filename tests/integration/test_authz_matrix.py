@@ -228,6 +228,8 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/jobs/{id}/outputs", "/api/v1/jobs/%s/outputs" % J, None,
              [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/jobs/{id}/logs", "/api/v1/jobs/%s/logs" % J, None, [401, 200, 404, 200, 200]),
+            ("GET", "/api/v1/jobs/{id}/logs/download", "/api/v1/jobs/%s/logs/download" % J, None,
+             [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/jobs/{id}/metrics", "/api/v1/jobs/%s/metrics" % J, None, [401, 200, 404, 200, 200]),
             ("GET", "/api/v1/jobs/{id}/checkpoints", "/api/v1/jobs/%s/checkpoints" % J, None,
              [401, 200, 404, 200, 200]),

@@ -28,12 +28,15 @@ const compiled = ROUTES.map((r) => {
 
 const allowed = (r) => !r.roles || (state.me && r.roles.includes(state.me.role));
 
+// A capture that is not valid percent-encoding (#/jobs/%E0, from a link cut
+// short or typed by hand) makes the whole address a bad one: {bad: true}.
 function match(hash) {
   const [path, q] = hash.split('?');
   for (const r of compiled) {
     const m = path.match(r.re);
     if (!m) continue;
-    const caps = m.slice(1).map(decodeURIComponent);
+    let caps;
+    try { caps = m.slice(1).map(decodeURIComponent); } catch (_) { return { bad: true }; }
     const params = Object.assign([...caps], Object.fromEntries(r.names.map((n, i) => [n, caps[i]])));
     return { route: r, params, query: new URLSearchParams(q || '') };
   }
@@ -92,12 +95,13 @@ async function route() {
   const gen = ++state.gen;
   const hash = location.hash || HOME;
   const m = match(hash);
-  if (!state.me && !(m && m.route.open)) {
-    if (hash !== '#/login') sessionStorage.setItem('ty.after', hash);
+  if (!state.me && !(m && m.route && m.route.open)) {
+    if (hash !== '#/login' && !(m && m.bad)) sessionStorage.setItem('ty.after', hash);
     location.hash = '#/login';
     return;
   }
-  if (state.me && m && m.route.open) { location.hash = takeAfter(); return; }
+  if (state.me && m && m.route && m.route.open) { location.hash = takeAfter(); return; }
+  if (m && m.bad) { badAddress(hash); return; }
   if (!m || !allowed(m.route)) { location.hash = HOME; return; }
   drawShell(m.route.nav);
   const main = $('main');
@@ -124,6 +128,22 @@ async function route() {
   // Keyboard and screen-reader users land on the new page's heading.
   const h1 = main.querySelector('h1');
   if (h1 && !main.contains(document.activeElement)) { h1.tabIndex = -1; h1.focus({ preventScroll: true }); }
+}
+
+// The page for an address that cannot be read: said in words, with the way
+// home; the router goes on working (the next hash change routes as usual).
+function badAddress(hash) {
+  drawShell(null);
+  const main = $('main');
+  main.removeAttribute('aria-busy');
+  replace(main,
+    h('div', { class: 'page-head' }, h('h1', { id: 'bad-address' }, t('common.bad_address'))),
+    h('div', { class: 'alert error', role: 'alert' }, t('common.bad_address_help'), ' ', h('code', { class: 'wrap' }, hash)),
+    h('p', null, h('a', { href: HOME, class: 'button' }, t('common.go_home'))));
+  main.dataset.loaded = '1';
+  const h1 = main.querySelector('h1');
+  h1.tabIndex = -1;
+  h1.focus({ preventScroll: true });
 }
 
 function takeAfter() {

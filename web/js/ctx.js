@@ -9,8 +9,11 @@
 //   ctx.poll(fn, ms)  fn() now and every ms while the tab is visible; runs
 //                     never overlap; returns stop(); stopped on leaving
 //   ctx.stream(url, {event: fn(data, ev)}, {onState})
-//                     an EventSource on /api/v1 + url whose JSON events go to
-//                     the handlers; closed on leaving or by the returned close()
+//                     an EventSource on /api/v1 + url (a string, or a function
+//                     asked again at each reopen) whose JSON events go to the
+//                     handlers; closed on leaving or by the returned close().
+//                     A stream the browser gives up on is opened again with
+//                     backoff, unless the session ended: then to sign-in
 //   ctx.onLeave(fn)   fn() when the user leaves
 //   ctx.loaded()      the page has drawn its first data: sets <main
 //                     data-loaded>, which the browser tests and bench wait for
@@ -55,20 +58,46 @@ export function makeCtx(base) {
     },
     stream(url, handlers, opts = {}) {
       if (ctx.left) return () => {};
-      const es = new EventSource('/api/v1' + url);
-      let closed = false;
+      let es = null, closed = false, tries = 0, timer = 0;
       live.streams++;
-      const close = () => { if (!closed) { closed = true; live.streams--; es.close(); } };
+      const close = () => {
+        if (closed) return;
+        closed = true;
+        live.streams--;
+        clearTimeout(timer);
+        if (es) es.close();
+      };
       const say = (s) => { if (opts.onState && !closed) opts.onState(s); };
-      es.addEventListener('open', () => say('open'));
-      es.addEventListener('error', () => say(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'));
-      for (const [name, fn] of Object.entries(handlers)) {
-        es.addEventListener(name, (ev) => {
-          let data = null;
-          try { data = JSON.parse(ev.data); } catch (_) { return; /* skip a bad event */ }
-          if (!closed) fn(data, ev, close);
+      // EventSource gives up for good on an HTTP error and never says which:
+      // GET /me tells a 401 (the session ended: sign in again, and come back
+      // here after) from anything else (a restart, a 5xx, a proxy), which is
+      // opened again after 1, 2, 4 ... 30 s.
+      const gaveUp = async () => {
+        let status = 0;
+        try { status = (await fetch('/api/v1/me', { signal: ac.signal })).status; } catch (_) { /* offline: retry */ }
+        if (closed) return;
+        if (status === 401) { close(); window.dispatchEvent(new CustomEvent('ty:unauthorized')); return; }
+        timer = setTimeout(open, Math.min(30_000, 1000 * 2 ** tries++));
+      };
+      const open = () => {
+        if (closed) return;
+        es = new EventSource('/api/v1' + (typeof url === 'function' ? url() : url));
+        const mine = es;
+        es.addEventListener('open', () => { tries = 0; say('open'); });
+        es.addEventListener('error', () => {
+          if (closed || mine !== es) return;
+          say('reconnecting');
+          if (es.readyState === EventSource.CLOSED) gaveUp();
         });
-      }
+        for (const [name, fn] of Object.entries(handlers)) {
+          es.addEventListener(name, (ev) => {
+            let data = null;
+            try { data = JSON.parse(ev.data); } catch (_) { return; /* skip a bad event */ }
+            if (!closed) fn(data, ev, close);
+          });
+        }
+      };
+      open();
       ctx.onLeave(close);
       return close;
     },

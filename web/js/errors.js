@@ -32,6 +32,11 @@ export function errorText(err) {
   const k = 'error.code.' + code;
   let s = code && has(k) ? t(k) : t('error.unknown', { code: code || String(err.status || '') });
   if (err.field) s += ' (' + t('error.field_is', { field: fieldLabel(err.field) }) + ')';
+  // The allowed range, in the page's language: the server's message names
+  // it ("gpus must be an integer from 1 to 1024"), and the numbers are the
+  // same in every language.
+  const range = /must be an integer from (-?\d+) to (-?\d+)/.exec(String(err.message || ''));
+  if (range) s += t('error.int_range_sep') + t('error.int_range', { min: range[1], max: range[2] });
   return s;
 }
 

@@ -32,7 +32,7 @@ export function field(labelKey, control, opts = {}) {
 // Marks the control an API error names. fields maps API field names (as the
 // server writes them, "resources.gpus", "datasets[0]") or their field.* key
 // to wrappers from field(); returns true when one was marked (and focused).
-export function markField(fields, err) {
+export function markField(fields, err, opts = {}) {
   clearMarks(fields);
   if (!err || !err.field) return false;
   const name = String(err.field);
@@ -42,7 +42,7 @@ export function markField(fields, err) {
   w.control.classList.add('invalid');
   w.control.setAttribute('aria-invalid', 'true');
   replace(w.hint, errorText(err));
-  w.control.focus();
+  if (opts.focus !== false) w.control.focus(); // not while the user types in it
   return true;
 }
 

@@ -3,7 +3,9 @@
 //           cancel, resubmit, clone-and-edit (#/wizard?clone=id);
 //   timeline: every event with its reason (by code, in the page's language);
 //   loss and throughput charts (chart.js: live, LTTB-sampled);
-//   logs per rank over SSE: follow / pause, search, download;
+//   logs per rank: opened at the end (a failed job's traceback shows first),
+//           earlier pages on demand, then followed over SSE; pause, search,
+//           download of the whole log from the server;
 //   the GPUs it holds (utilization, memory), predicted vs measured memory,
 //   checkpoints, restarts and why, the NCCL settings, export requests.
 // Polled every 3 s while the job lives (once more after it ends); the log
@@ -15,8 +17,9 @@ import { errorBox, liveTable, section, TERMINAL } from '../ui.js';
 import { reasonText } from '../errors.js';
 import { liveChart } from '../chart.js';
 
-const MAX_LINES = 20000; // per rank kept in the page
-const SHOW_LINES = 2000; // drawn at once (the newest, or the newest matches)
+const MAX_LINES = 20000; // per rank kept in the page while following (earlier pages asked for are kept too)
+const SHOW_LINES = 2000; // drawn at once (the newest, or the newest matches); "earlier" adds as many
+const LOG_PAGE = 5000; // lines per request (the API's largest page)
 // Log and metric ids are bigserial, sent as decimal strings: the cursors
 // stay strings and are compared as BigInt, exact past 2^53. '' = none yet.
 const rowId = (v) => ((typeof v === 'string' || typeof v === 'number') && /^[1-9][0-9]*$/.test(String(v)) ? String(v) : '');
@@ -150,13 +153,19 @@ export function render(main, ctx) {
   }
 
   // ---- logs
-  const ranks = new Map(); // rank -> {lines: [{text, err}], pre}
+  // rank -> {lines: [{id, text, err}], first: id of lines[0], more: earlier
+  // lines are on the server, shown: how many of the newest are drawn}
+  const ranks = new Map();
   let shownRank = null, rankChosen = false, redrawPending = false, following = true, pending = 0, lastLogId = '', search = '';
+  let firstPageFull = false, loadingEarlier = false;
   const rankSel = h('select', { id: 'rank-select' });
   const followBtn = h('button', { type: 'button', id: 'log-follow', 'aria-pressed': 'true' }, t('job.pause'));
   const findInput = h('input', { type: 'search', id: 'log-search', placeholder: t('job.search_ph') });
   const findCount = h('span', { class: 'muted small', id: 'log-matches', 'aria-live': 'polite' });
-  const dlBtn = h('button', { type: 'button', id: 'log-download' }, t('job.download'));
+  // The server streams the whole log (every page, not what this page holds).
+  const dlBtn = h('a', { class: 'button', id: 'log-download', href: '#', download: '' }, t('job.download'));
+  const earlierBtn = h('button', { type: 'button', id: 'log-earlier', hidden: true }, t('job.log_earlier'));
+  const earlierNote = h('span', { class: 'muted small', id: 'log-earlier-note', 'aria-live': 'polite' });
   const logStatus = h('span', { class: 'muted small', id: 'log-status', 'aria-live': 'polite' });
   const pre = h('pre', { class: 'log', id: 'log', tabindex: 0, 'aria-label': t('job.logs') });
   // Lines the nodes dropped because the server could not keep up: said
@@ -172,7 +181,9 @@ export function render(main, ctx) {
 
   function rankOf(r) {
     if (!ranks.has(r)) {
-      ranks.set(r, { lines: [] });
+      // A rank first met in the opening page (read from the end) may have
+      // earlier lines when that page was full.
+      ranks.set(r, { lines: [], first: '', more: firstPageFull, shown: SHOW_LINES });
       replace(rankSel, [...ranks.keys()].sort((a, b) => a - b).map((x) => h('option', { value: x }, t('job.rank', { n: x }))));
       // The lowest rank is shown until the user picks one (rank 1's first
       // line may come before rank 0's).
@@ -182,15 +193,63 @@ export function render(main, ctx) {
     return ranks.get(r);
   }
   function lineNode(l) { return l.err ? h('span', { class: 'stderr' }, l.text) : document.createTextNode(l.text); }
+  function drawEarlier() {
+    const b = ranks.get(shownRank);
+    earlierBtn.hidden = !b || (!b.more && b.shown >= b.lines.length);
+    dlBtn.href = '/api/v1' + base + '/logs/download' + qs({ rank: shownRank ?? '' });
+    dlBtn.setAttribute('download', `job-${id}` + (shownRank === null ? '' : `-rank-${shownRank}`) + '.log');
+  }
   function redrawLog() {
     const b = ranks.get(shownRank);
     const lines = b ? b.lines : [];
     const q = search.toLowerCase();
     const list = q ? lines.filter((l) => l.text.toLowerCase().includes(q)) : lines;
-    replace(pre, list.slice(-SHOW_LINES).map(lineNode));
+    replace(pre, list.slice(-(b ? b.shown : SHOW_LINES)).map(lineNode));
     replace(findCount, q ? t('job.matches', { n: list.length }) : '');
     pending = 0;
     if (following) pre.scrollTop = pre.scrollHeight;
+    drawEarlier();
+  }
+  // Earlier lines of the shown rank: first those the page holds but does
+  // not draw, then the page before its first line from the server. The
+  // view stays on the line the user was reading.
+  async function loadEarlier() {
+    const b = ranks.get(shownRank);
+    if (!b || loadingEarlier) return;
+    loadingEarlier = true;
+    earlierBtn.disabled = true;
+    const rank = shownRank;
+    try {
+      if (b.shown < b.lines.length) b.shown += SHOW_LINES;
+      else if (b.more && b.first) {
+        replace(earlierNote, t('job.log_loading'));
+        const r = await get(base + '/logs' + qs({ rank, before: b.first, limit: LOG_PAGE }));
+        if (ctx.left) return;
+        const got = (r.logs || []).map(toLine);
+        b.lines.unshift(...got);
+        if (got.length) b.first = got[0].id;
+        b.more = r.prev_before != null && got.length > 0;
+        b.shown += got.length;
+      }
+      replace(earlierNote, b.more ? '' : t('job.log_first'));
+      if (rank === shownRank) {
+        const fromBottom = pre.scrollHeight - pre.scrollTop;
+        const keep = following;
+        following = false; // redraw without jumping to the end
+        redrawLog();
+        following = keep;
+        pre.scrollTop = pre.scrollHeight - fromBottom;
+      }
+    } catch (e) { replace(earlierNote, errorBox(e)); }
+    finally { loadingEarlier = false; earlierBtn.disabled = false; drawEarlier(); }
+  }
+  earlierBtn.addEventListener('click', loadEarlier);
+  // Scrolling to the top of the log asks for what is above it.
+  pre.addEventListener('scroll', () => { if (pre.scrollTop === 0 && pre.scrollHeight > pre.clientHeight && !earlierBtn.hidden) loadEarlier(); });
+  function toLine(l) {
+    let text = String(l.text ?? '');
+    if (!text.endsWith('\n')) text += '\n';
+    return { id: rowId(l.id), text, err: l.stream === 'stderr' };
   }
   function addLines(ls) {
     let touched = false;
@@ -198,12 +257,18 @@ export function render(main, ctx) {
       const idn = rowId(l.id);
       if (idn && !idAfter(idn, lastLogId)) continue;
       if (idn) lastLogId = idn;
-      let text = String(l.text ?? '');
-      if (!text.endsWith('\n')) text += '\n';
       const b = rankOf(Number(l.rank) || 0);
-      const line = { text, err: l.stream === 'stderr' };
+      const line = toLine(l);
+      const text = line.text;
       b.lines.push(line);
-      if (b.lines.length > MAX_LINES) b.lines.splice(0, b.lines.length - MAX_LINES);
+      if (!b.first) b.first = line.id;
+      // Past the cap the oldest go (while no earlier page was asked for):
+      // they are earlier lines on the server again.
+      if (b.lines.length > Math.max(MAX_LINES, b.shown)) {
+        b.lines.splice(0, b.lines.length - Math.max(MAX_LINES, b.shown));
+        b.first = b.lines[0].id;
+        b.more = true;
+      }
       if ((Number(l.rank) || 0) !== shownRank) continue;
       if (!following) { pending++; continue; }
       if (search && !text.toLowerCase().includes(search.toLowerCase())) continue;
@@ -212,11 +277,13 @@ export function render(main, ctx) {
     }
     if (redrawPending) { redrawPending = false; if (following) { redrawLog(); touched = false; } }
     if (touched) {
-      while (pre.childNodes.length > SHOW_LINES) pre.removeChild(pre.firstChild);
+      const b = ranks.get(shownRank);
+      while (pre.childNodes.length > b.shown) pre.removeChild(pre.firstChild);
       pre.scrollTop = pre.scrollHeight;
       if (search) replace(findCount, t('job.matches', { n: ranks.get(shownRank).lines.filter((l) => l.text.toLowerCase().includes(search.toLowerCase())).length }));
     }
     if (pending) replace(logStatus, t('job.paused_new', { n: pending }));
+    drawEarlier();
   }
   rankSel.addEventListener('change', () => { shownRank = Number(rankSel.value); rankChosen = true; redrawLog(); });
   followBtn.addEventListener('click', () => {
@@ -227,24 +294,22 @@ export function render(main, ctx) {
     if (following) redrawLog();
   });
   findInput.addEventListener('input', () => { search = findInput.value; redrawLog(); });
-  dlBtn.addEventListener('click', () => {
-    const b = ranks.get(shownRank);
-    const blob = new Blob([(b ? b.lines : []).map((l) => l.text).join('')], { type: 'text/plain;charset=utf-8' });
-    const a = h('a', { href: URL.createObjectURL(blob), download: `job-${id}-rank-${shownRank ?? 0}.log` });
-    document.body.append(a);
-    a.click();
-    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 0);
-  });
 
   async function startLogs() {
     try {
-      const r = await get(base + '/logs' + qs({ limit: 5000 }));
+      // From the end: what a finished (above all a failed) job ends with is
+      // what its page is opened for; earlier pages come on demand.
+      const r = await get(base + '/logs' + qs({ tail: 1, limit: LOG_PAGE }));
       if (ctx.left) return;
+      firstPageFull = r.prev_before != null;
       addLines(r.logs || []);
+      firstPageFull = false;
+      drawEarlier();
       if (!ranks.size) replace(logStatus, t('job.no_logs'));
     } catch (e) { replace(logStatus, errorBox(e)); }
     if (TERMINAL.includes(currentState())) { ended = true; replace(logStatus, logDoneText()); return; }
-    stopLogs = ctx.stream(base + '/logs' + qs({ follow: 1, after: lastLogId || '' }), {
+    // A URL per (re)connect: a stream opened again goes on after the last line held.
+    stopLogs = ctx.stream(() => base + '/logs' + qs({ follow: 1, after: lastLogId || '' }), {
       log: (l) => addLines([l]),
       end: (d, _ev, close) => {
         ended = true;
@@ -300,13 +365,21 @@ export function render(main, ctx) {
         h('td', { class: 'num' }, fmtBytes(v.predicted)), h('td', { class: 'num' }, fmtBytes(v.measured)),
         h('td', { class: 'num' }, typeof v.error_pct === 'number' ? fmtNum(v.error_pct, 1) + ' %' : '—')))))));
   }
+  // A time in a table: date and time of day each kept whole, but on two
+  // lines where the column is narrow (a phone), never cut off.
+  function timeCell(ts) {
+    const s = fmtTime(ts), i = s.lastIndexOf(' ');
+    return i < 0 ? s : h('span', null, h('span', { class: 'nowrap' }, s.slice(0, i)), ' ', h('span', { class: 'nowrap' }, s.slice(i + 1)));
+  }
   const ckptTb = liveTable({
-    caption: t('job.checkpoints'), key: (c) => c.id, empty: t('job.no_checkpoints'),
+    caption: t('job.checkpoints'), key: (c) => c.id, empty: t('job.no_checkpoints'), class: 'checkpoints',
     columns: [
       { label: t('job.step'), cell: (c) => fmtNum(c.step), class: 'num' },
       { label: t('job.attempt'), cell: (c) => c.attempt, class: 'num' },
-      { label: t('job.path'), cell: (c) => h('code', null, c.path) },
-      { label: t('job.time'), cell: (c) => fmtTime(c.created_at), class: 'nowrap' },
+      // A checkpoint path is long and has no spaces: it breaks anywhere, so
+      // the time beside it stays inside the card at any width.
+      { label: t('job.path'), cell: (c) => h('code', { class: 'wrap' }, c.path), class: 'path' },
+      { label: t('job.time'), cell: (c) => timeCell(c.created_at), class: 'time' },
     ],
   });
   const ncclBox = h('div');
@@ -325,10 +398,10 @@ export function render(main, ctx) {
   const exportTb = liveTable({
     caption: t('job.exports'), key: (x) => x.id, empty: t('job.no_exports'),
     columns: [
-      { label: t('job.path'), cell: (x) => h('code', null, x.path) },
+      { label: t('job.path'), cell: (x) => h('code', { class: 'wrap' }, x.path), class: 'path' },
       { label: t('job.export_state'), cell: (x) => h('span', { class: 'badge export-' + x.state }, t('job.export_' + x.state)), sig: (x) => x.state },
       { label: t('job.export_by'), cell: (x) => x.requested_by || x.user || '' },
-      { label: t('job.time'), cell: (x) => fmtTime(x.created_at), class: 'nowrap' },
+      { label: t('job.time'), cell: (x) => timeCell(x.created_at), class: 'time' },
     ],
   });
   const expPath = h('input', { id: 'export-path', class: 'mono', placeholder: 'final/model.pt' });
@@ -356,6 +429,7 @@ export function render(main, ctx) {
     try {
       // Metrics first: the chart's first point should not wait for the rest.
       const metricsP = loadMetrics();
+      metricsP.catch(() => {}); // awaited below; a failure before that is not an unhandled one
       const [j, ev] = await Promise.all([get(base), get(base + '/events')]);
       if (ctx.left) return;
       job = j;
@@ -379,7 +453,7 @@ export function render(main, ctx) {
         followBtn,
         h('label', { for: 'log-search', class: 'inline' }, t('job.search')), findInput, findCount,
         dlBtn, logStatus),
-      droppedNote, pre),
+      droppedNote, h('div', { class: 'toolbar' }, earlierBtn, earlierNote), pre),
     h('div', { class: 'grid2' }, section(t('job.gpus'), gpuTb.el), section(t('job.pvm'), pvmBox)),
     h('div', { class: 'grid2' }, section(t('job.restarts'), restartsBox), section(t('job.checkpoints'), ckptTb.el)),
     section(t('job.nccl'), ncclBox),

@@ -10,7 +10,16 @@
 //   6 review (name, team), then start.
 // Picking a template goes straight to review with every default filled, so
 // from the overview a template starts in three clicks: "start training", the
-// card, "start". #/wizard?clone=ID opens the wizard with job ID's spec.
+// card, "start". #/wizard?clone=ID opens the wizard with job ID's spec:
+// what the steps edit is put in them, and every other key of the spec (env,
+// working_dir, output_dir, priority, max_restarts, time_limit_s, launcher,
+// the datasets after the first, ...) is carried into the new spec as it
+// was, listed on the review step as carried unchanged.
+//
+// The own command is one argument per line. A line in double quotes is a
+// JSON string, taken exactly (`""` is an empty argument, spaces kept);
+// other lines are trimmed and blank ones skipped. argvText() writes an
+// argument that would not survive that in quotes, so a command round-trips.
 //
 // An API refusal is shown by its code in the page's language, on the step
 // and field it names (datasets -> 2, resources -> 3, strategy/model ->
@@ -26,6 +35,30 @@ const STRATEGIES = ['auto', 'ddp', 'zero1', 'zero2', 'zero3', 'fsdp'];
 const MODELS = ['', 'resnet50', 'resnet101', 'vit-base', 'bert-base', 'bert-large', 'gpt2', 'gpt2-medium',
   'gpt2-large', 'gpt2-xl', 'llama-2-7b', 'llama-2-13b', 'qwen2-7b', 'chatglm3-6b', 'baichuan2-7b'];
 const NO_WHATIF = 'ty.no_what_if'; // the server answered 404 once: do not ask again
+const MAX_GPUS = 1024, MAX_GPUS_PER_NODE = 64; // as the server's job spec (jobspec.h)
+// Keys of a job spec the steps edit; the rest of a cloned spec is carried.
+const EDITED = ['name', 'team', 'command', 'template', 'params', 'strategy', 'resources', 'datasets', 'site', 'model', 'global_batch'];
+
+// The textarea's text for an argv, and back (see the top of the file).
+export function argvText(argv) {
+  return (argv || []).map((a) => (a === '' || a.trim() !== a || /[\n\r]/.test(a) || a.startsWith('"') ? JSON.stringify(a) : a)).join('\n');
+}
+export function argvParse(text) {
+  const out = [];
+  for (const raw of String(text).split('\n')) {
+    const l = raw.trim();
+    if (l.length >= 2 && l.startsWith('"') && l.endsWith('"')) {
+      try { const v = JSON.parse(l); if (typeof v === 'string') { out.push(v); continue; } } catch (_) { /* literal */ }
+    }
+    if (l) out.push(l);
+  }
+  return out;
+}
+// An argv on one line as the review shows it: an argument with a space, a
+// quote or nothing in it is in JSON quotes, so what runs is what is read.
+const argvShown = (argv) => (argv || []).map((a) => (a === '' || /[\s"]/.test(a) ? JSON.stringify(a) : a)).join(' ');
+// A whole number in lo..hi, from an input's text.
+const intIn = (v, lo, hi) => /^\s*\d+\s*$/.test(String(v)) && Number(v) >= lo && Number(v) <= hi;
 
 // Which step an API field belongs to.
 export function stepOfField(f) {
@@ -46,6 +79,7 @@ export function render(main, ctx) {
     step: 'template', tpl: null, own: false, industry: '',
     dataset: '', site: '', gpus: 1, gpn: '', strategy: 'auto', params: {},
     command: '', model: '', globalBatch: '', name: '', team: '',
+    carry: {}, moreDatasets: [], cloneOf: null, // a cloned spec's other keys, kept as they were
   };
   let templates = [], datasets = [], sites = [], nodes = [], teams = [];
   const msg = h('div');
@@ -113,7 +147,7 @@ export function render(main, ctx) {
         h('strong', null, t('wizard.own')), h('span', { class: 'small muted' }, t('wizard.own_help'))));
     const parts = [h('h2', null, t('wizard.step_template')), chips, cards];
     if (st.own) {
-      const ta = h('textarea', { rows: 4, class: 'mono', spellcheck: 'false', value: st.command });
+      const ta = h('textarea', { rows: Math.min(12, Math.max(4, st.command.split('\n').length)), class: 'mono', spellcheck: 'false', value: st.command });
       ta.value = st.command;
       ta.addEventListener('input', () => { st.command = ta.value; });
       fields.command = field('wizard.command', ta, { help: t('wizard.command_help'), wide: true, id: 'w-command' });
@@ -179,10 +213,13 @@ export function render(main, ctx) {
   let forecastSeq = 0;
   async function forecast(box) {
     const seq = ++forecastSeq;
+    // No forecast for a count the server would refuse: "would start now"
+    // about a job that cannot be submitted is wrong.
+    if (gpusProblem()) { replace(box, h('p', { class: 'muted', id: 'forecast-invalid' }, t('wizard.forecast_fix_gpus'))); return; }
     if (sessionStorage.getItem(NO_WHATIF)) { replace(box, h('p', { class: 'muted' }, t('wizard.forecast_none'))); return; }
     replace(box, h('p', { class: 'muted' }, t('common.loading')));
-    const body = { team: st.team, resources: resources(), priority: 'normal', site: st.site || 'default' };
-    const tl = st.tpl && st.tpl.job && st.tpl.job.time_limit_s;
+    const body = { team: st.team, resources: resources(), priority: st.carry.priority || 'normal', site: st.site || 'default' };
+    const tl = st.carry.time_limit_s || (st.tpl && st.tpl.job && st.tpl.job.time_limit_s);
     if (tl) body.time_limit_s = tl;
     try {
       const r = await post('/queue/what-if', body);
@@ -207,23 +244,38 @@ export function render(main, ctx) {
       r.truncated ? h('div', { class: 'small' }, t('wizard.forecast_truncated')) : null);
   }
   function resources() {
-    const r = { gpus: Number(st.gpus) };
+    const r = Object.assign({}, st.carry.resources || {}, { gpus: Number(st.gpus) });
     if (String(st.gpn).trim() !== '') r.gpus_per_node = Number(st.gpn);
+    else delete r.gpus_per_node;
     return r;
   }
+  // What is wrong with the GPU fields, as the server would say it:
+  // {field, min, max}, or null.
+  function gpusProblem() {
+    if (!intIn(st.gpus, 1, MAX_GPUS)) return { field: 'resources.gpus', min: 1, max: MAX_GPUS };
+    if (String(st.gpn).trim() !== '' && !intIn(st.gpn, 1, MAX_GPUS_PER_NODE)) return { field: 'resources.gpus_per_node', min: 1, max: MAX_GPUS_PER_NODE };
+    return null;
+  }
   function drawGpus() {
-    const n = h('input', { type: 'number', min: 1, max: 4096, value: st.gpus, inputmode: 'numeric' });
-    const g = h('input', { type: 'number', min: 1, max: 64, value: st.gpn, placeholder: t('wizard.optional') });
-    fields.resources = field('wizard.gpus', n, { id: 'w-gpus' });
+    const n = h('input', { type: 'number', min: 1, max: MAX_GPUS, value: st.gpus, inputmode: 'numeric' });
+    const g = h('input', { type: 'number', min: 1, max: MAX_GPUS_PER_NODE, value: st.gpn, placeholder: t('wizard.optional') });
+    fields.resources = field('wizard.gpus', n, { id: 'w-gpus', help: t('error.int_range', { min: 1, max: MAX_GPUS }) });
     fields['resources.gpus_per_node'] = field('wizard.gpus_per_node', g, { id: 'w-gpn', help: t('wizard.gpus_per_node_help') });
     const box = h('div', { 'aria-live': 'polite' });
     const free = freeGpus();
-    const onChange = () => { st.gpus = n.value; st.gpn = g.value; advice = null; forecast(box); };
-    n.addEventListener('change', onChange);
-    g.addEventListener('change', onChange);
+    // Checked as it is typed: the field says the range, the forecast waits.
+    const check = () => {
+      clearMarks(fields);
+      const p = gpusProblem();
+      if (p) markField(fields, { code: 'invalid_argument', field: p.field, message: `must be an integer from ${p.min} to ${p.max}` }, { focus: false });
+    };
+    const onChange = () => { st.gpus = n.value; st.gpn = g.value; advice = null; check(); forecast(box); };
+    n.addEventListener('input', onChange);
+    g.addEventListener('input', onChange);
     replace(body, h('h2', null, t('wizard.step_gpus')),
       h('p', { class: 'muted' }, t('wizard.free_now', { free: free.free, total: free.total })),
       fields.resources, fields['resources.gpus_per_node'], h('h3', null, t('wizard.forecast')), box, nav('dataset', 'strategy'));
+    check();
     forecast(box);
   }
   function freeGpus() {
@@ -339,18 +391,38 @@ export function render(main, ctx) {
 
   // ---- step 6: review and start
   function spec() {
-    const s = { name: st.name.trim(), team: st.team, resources: resources() };
+    // A clone's keys the steps do not edit first, as they were.
+    const s = Object.assign(JSON.parse(JSON.stringify(st.carry)), { name: st.name.trim(), team: st.team, resources: resources() });
     if (st.tpl) {
       s.template = st.tpl.id;
       s.params = Object.assign({}, st.params);
       s.strategy = st.strategy;
     } else {
-      s.command = st.command.split('\n').map((l) => l.trim()).filter(Boolean);
+      s.command = argvParse(st.command);
       if (st.model && st.globalBatch) { s.strategy = st.strategy; s.model = { name: st.model }; s.global_batch = Number(st.globalBatch); }
+      else if (st.cloneOf && st.cloneOf.strategy) s.strategy = st.strategy;
     }
-    if (st.dataset) s.datasets = [st.dataset];
+    const ds = (st.dataset ? [st.dataset] : []).concat(st.moreDatasets);
+    if (ds.length) s.datasets = ds;
     if (st.site && st.site !== 'default') s.site = st.site;
+    else if (st.cloneOf && st.cloneOf.site) s.site = st.cloneOf.site;
     return s;
+  }
+  // The review's list of what a clone carries unchanged (the steps cannot
+  // edit it): each key with its value as text.
+  function carriedRows() {
+    const rows = [];
+    for (const [k, v] of Object.entries(st.carry)) {
+      if (k === 'resources') continue;
+      let text;
+      if (k === 'env' && v && typeof v === 'object') text = Object.entries(v).map(([a, b]) => h('span', { class: 'pill wrap' }, `${a}=${b}`));
+      else if (k === 'priority' && has('prio.' + v)) text = t('prio.' + v);
+      else text = h('code', { class: 'wrap' }, typeof v === 'object' ? JSON.stringify(v) : String(v));
+      rows.push(h('dt', null, has('wizard.carry_' + k) ? t('wizard.carry_' + k) : k), h('dd', null, text));
+    }
+    if (st.moreDatasets.length)
+      rows.push(h('dt', null, t('wizard.carry_datasets')), h('dd', null, st.moreDatasets.map((d) => h('code', { class: 'pill wrap' }, d))));
+    return rows;
   }
   let starting = false;
   async function start(btn) {
@@ -387,11 +459,15 @@ export function render(main, ctx) {
     replace(body, h('h2', null, t('wizard.step_review')),
       h('div', { class: 'form-grid' }, fields.name, fields.team),
       h('dl', { class: 'kv review' },
-        row('wizard.r_template', st.tpl ? tr(st.tpl.name) : h('code', { class: 'wrap' }, (s.command || []).join(' ')), 'template'),
-        row('wizard.r_dataset', st.dataset || t('wizard.no_dataset'), 'dataset'),
+        row('wizard.r_template', st.tpl ? tr(st.tpl.name) : h('code', { class: 'wrap', id: 'wizard-argv' }, argvShown(s.command)), 'template'),
+        row('wizard.r_dataset', (st.dataset || t('wizard.no_dataset')) + (st.moreDatasets.length ? ' ' + t('wizard.more_datasets', { n: st.moreDatasets.length }) : ''), 'dataset'),
         row('wizard.r_gpus', t('wizard.n_gpus', { n: s.resources.gpus }) + (s.resources.gpus_per_node ? ' · ' + t('wizard.per_node', { n: s.resources.gpus_per_node }) : ''), 'gpus'),
         row('wizard.r_strategy', t('wizard.strategy_' + (s.strategy || 'none')) + (advice && advice.strategy && st.strategy === 'auto' ? ' → ' + t('wizard.strategy_' + advice.strategy) : ''), 'strategy'),
         row('wizard.r_params', Object.keys(s.params || {}).length ? Object.entries(s.params).map(([k, v]) => h('span', { class: 'pill' }, `${k}=${v}`)) : '—', 'params')),
+      st.cloneOf && carriedRows().length ? h('section', { id: 'wizard-carried', 'aria-labelledby': 'wizard-carried-h' },
+        h('h3', { id: 'wizard-carried-h' }, t('wizard.carried_title', { id: st.cloneOf.id })),
+        h('p', { class: 'muted small' }, t('wizard.carried_help')),
+        h('dl', { class: 'kv review' }, carriedRows())) : null,
       h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go('params') }, t('wizard.back')), btn));
   }
 
@@ -420,18 +496,35 @@ export function render(main, ctx) {
   function fromJob(job) {
     const s = job.spec || {};
     const tpl = s.template && templates.find((x) => x.id === s.template);
+    const carry = {};
+    for (const [k, v] of Object.entries(s)) if (!EDITED.includes(k) && v !== null && v !== undefined) carry[k] = v;
     if (tpl) {
       pickTemplate(tpl);
       Object.assign(st.params, s.params || {});
+      // The template fills model and global_batch from itself and its
+      // "batch" parameter; a value set apart from those is carried.
+      if (s.model !== undefined && s.model !== null && JSON.stringify(s.model) !== JSON.stringify(tpl.job && tpl.job.model)) carry.model = s.model;
+      if (s.global_batch != null && s.global_batch !== (s.params || {}).batch) carry.global_batch = s.global_batch;
     } else {
       st.own = true; st.tpl = null;
-      st.command = (s.command || []).join('\n');
-      if (s.model && s.model.name) { st.model = s.model.name; st.globalBatch = s.global_batch || ''; }
+      st.command = argvText(s.command);
+      const named = s.model && Object.keys(s.model).length === 1 && typeof s.model.name === 'string' && MODELS.includes(s.model.name);
+      if (named && s.global_batch) { st.model = s.model.name; st.globalBatch = s.global_batch; }
+      else {
+        if (s.model != null) carry.model = s.model;
+        if (s.global_batch != null) carry.global_batch = s.global_batch;
+      }
     }
+    const res = Object.assign({}, s.resources || {});
+    delete res.gpus; delete res.gpus_per_node;
+    if (Object.keys(res).length) carry.resources = res;
+    st.carry = carry;
+    st.cloneOf = { id: job.id, strategy: s.strategy || null, site: s.site || null };
     st.strategy = s.strategy || 'auto';
     st.gpus = (s.resources && s.resources.gpus) || 1;
     st.gpn = (s.resources && s.resources.gpus_per_node) || '';
     st.dataset = (s.datasets && s.datasets[0]) || '';
+    st.moreDatasets = (s.datasets || []).slice(1);
     st.site = s.site || '';
     if (s.team && teams.some((x) => x.name === s.team)) st.team = s.team;
     st.name = t('wizard.clone_name', { name: s.name || job.name });
