@@ -1,0 +1,201 @@
+"""A job cannot act as its node: a real server, PostgreSQL and worker, the
+worker as root, its ranks as the job account (worker/ident.h).
+
+- a rank runs as trainyard-job, with no capability left: `id -u` and CapEff
+  from inside, and what it writes in its output_dir belongs to that account
+- the rank tries to act as the node: reading WORK_DIR/node.json and
+  state.json fails with EACCES (the work dir lets nobody list it), so does
+  the worker's /proc/PID/environ; the agent API answers 401 to whatever it
+  can present (nothing, a made-up token, its own env's values)
+- a --job-user that does not exist, root, or the worker itself stops the
+  worker at start with the fix in the message
+
+Needs root (to switch ids and create the account): otherwise it says
+SKIP: and skips, as test_isolate_network does.
+"""
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from harness import ServerTest, Worker, wait_for  # noqa: E402
+
+PY = "/usr/bin/python3"
+
+# What the rank runs: it reports who it is and what it could reach, one
+# "key=value" line each.
+PROBE = r"""
+import errno, json, os, urllib.request, urllib.error
+def say(k, v):
+    print("%s=%s" % (k, v), flush=True)
+say("uid", os.getuid())
+say("euid", os.geteuid())
+with open("/proc/self/status") as f:
+    say("capeff", [l.split()[1] for l in f if l.startswith("CapEff:")][0])
+def try_read(key, path):
+    try:
+        with open(path) as f:
+            f.read()
+        say(key, "READ")
+    except OSError as e:
+        say(key, errno.errorcode.get(e.errno, str(e.errno)))
+try_read("node_json", os.environ["PROBE_NODE_JSON"])
+try_read("state_json", os.environ["PROBE_STATE_JSON"])
+try_read("worker_environ", "/proc/%s/environ" % os.environ["PROBE_WORKER_PID"])
+try:
+    os.listdir(os.environ["PROBE_WORK_DIR"])
+    say("work_dir_list", "LISTED")
+except OSError as e:
+    say("work_dir_list", errno.errorcode.get(e.errno, str(e.errno)))
+# Whatever looks like a secret in its own environment, and a made-up one.
+cands = ["", "made-up"] + [v for k, v in os.environ.items() if "TOKEN" in k or "CRED" in k]
+codes = []
+for c in cands:
+    req = urllib.request.Request(os.environ["PROBE_SERVER"] + "/api/v1/agent/assignments?wait=0")
+    if c:
+        req.add_header("Authorization", "Bearer " + c)
+    try:
+        codes.append(urllib.request.urlopen(req, timeout=10).status)
+    except urllib.error.HTTPError as e:
+        codes.append(e.code)
+say("agent_codes", ",".join(str(c) for c in codes))
+out = os.environ["TRAINYARD_OUTPUT_DIR"]
+with open(os.path.join(out, "written-by-rank.txt"), "w") as f:
+    f.write("hello\n")
+say("wrote", "ok")
+"""
+
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "SKIP: needs root to switch the ranks' ids and create the job account"
+    return None
+
+
+REASON = skip_reason()
+if REASON:
+    print(REASON)
+
+
+@unittest.skipIf(REASON is not None, REASON or "")
+class JobIdentityTest(ServerTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.job_uid = harness.ensure_job_user()
+        cls.base = tempfile.mkdtemp(prefix="ty-ident-")
+        os.chmod(cls.base, 0o755)
+        cls.root = os.path.join(cls.base, "root")
+        os.mkdir(cls.root, 0o755)
+        cls.server_args = ("--storage-root", cls.root, "--sched-interval-ms", "200")
+        super().setUpClass()
+        st, cls.team, _ = cls.admin.post("/api/v1/teams", {"name": "ml"})
+        assert st == 201, cls.team
+        st, tok, _ = cls.admin.post("/api/v1/nodes/join-tokens", {"uses": 2})
+        assert st == 201, tok
+        cls.token = tok["token"]
+        cls.worker = Worker(cls.server.url, cls.token, "node-a", gpus=2, allowed_root=cls.root,
+                            extra=("--job-users", "nobody"))
+        wait_for(lambda: any(n["state"] == "ready"
+                             for n in cls.admin.get("/api/v1/nodes")[1]["nodes"]),
+                 what="node-a ready")
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.worker.stop()
+        finally:
+            super().tearDownClass()
+            shutil.rmtree(cls.base, ignore_errors=True)
+
+    def wait_job(self, jid, states=("SUCCEEDED", "FAILED")):
+        def check():
+            st, job, _ = self.admin.get("/api/v1/jobs/" + jid)
+            return job if job["state"] in states else None
+        try:
+            return wait_for(check, timeout=90, what="job %s in %s" % (jid, states))
+        except AssertionError:
+            raise AssertionError("job %s: %s\nworker:\n%s" % (
+                jid, self.admin.get("/api/v1/jobs/" + jid)[1], self.worker.log_tail(30)))
+
+    def lines(self, jid):
+        st, logs, _ = self.admin.get("/api/v1/jobs/%s/logs?limit=200" % jid)
+        self.assertEqual(st, 200, logs)
+        got = {}
+        for l in logs["logs"]:
+            k, _, v = l["text"].rstrip("\n").partition("=")
+            got[k] = v
+        return got
+
+    def test_rank_cannot_act_as_its_node(self):
+        work = self.worker.work_dir
+        out = os.path.join(self.root, "out-probe")
+        spec = {"name": "probe", "team": "ml", "command": [PY, "-c", PROBE],
+                "resources": {"gpus": 1}, "max_restarts": 0, "output_dir": out,
+                "env": {"PROBE_NODE_JSON": os.path.join(work, "node.json"),
+                        "PROBE_STATE_JSON": os.path.join(work, "state.json"),
+                        "PROBE_WORK_DIR": work,
+                        "PROBE_WORKER_PID": str(self.worker.proc.pid),
+                        "PROBE_SERVER": self.server.url}}
+        st, job, _ = self.admin.post("/api/v1/jobs", spec)
+        self.assertEqual(st, 201, job)
+        done = self.wait_job(job["id"])
+        got = self.lines(job["id"])
+        self.assertEqual(done["state"], "SUCCEEDED", (done, got, self.worker.log_tail(20)))
+        self.assertEqual(got.get("uid"), str(self.job_uid), got)
+        self.assertEqual(got.get("euid"), str(self.job_uid), got)
+        self.assertEqual(int(got.get("capeff", "ff"), 16), 0, got)
+        self.assertEqual(got.get("node_json"), "EACCES", got)
+        self.assertEqual(got.get("state_json"), "EACCES", got)
+        self.assertEqual(got.get("worker_environ"), "EACCES", got)
+        self.assertEqual(got.get("work_dir_list"), "EACCES", got)
+        codes = got.get("agent_codes", "").split(",")
+        self.assertTrue(codes and all(c in ("401", "403") for c in codes), got)
+        self.assertEqual(got.get("wrote"), "ok", got)
+        # What the rank wrote, and its output dir, belong to the job account.
+        f = os.path.join(out, "written-by-rank.txt")
+        self.assertEqual(os.stat(f).st_uid, self.job_uid)
+        self.assertEqual(os.stat(out).st_uid, self.job_uid)
+        # The credential itself: the worker's, 0600, in a dir nobody lists.
+        st_node = os.stat(os.path.join(work, "node.json"))
+        self.assertEqual(stat.S_IMODE(st_node.st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(work).st_mode), 0o700)
+        # The storage root, an allowed root, is not handed to the job.
+        self.assertEqual(os.stat(self.root).st_uid, 0)
+
+    def start_refused(self, *extra):
+        d = tempfile.mkdtemp(prefix="ty-ident-w-")
+        try:
+            env = dict(os.environ)
+            env["TRAINYARD_JOIN_TOKEN"] = self.token
+            p = subprocess.run([harness.WORKER_BIN, "--server", self.server.url, "--name", "x",
+                                "--fake-gpus", "1", "--work-dir", d, "--addr", "127.0.0.1"] +
+                               list(extra), env=env, capture_output=True, text=True, timeout=60)
+            return p.returncode, p.stderr
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def test_worker_refuses_a_bad_job_user(self):
+        rc, err = self.start_refused("--job-user", "ty-no-such-account")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("does not exist", err)
+        self.assertIn("useradd --system", err)
+        rc, err = self.start_refused("--job-user", "root")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("root", err)
+        rc, err = self.start_refused("--job-user", "Bad Name")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("not an account name", err)
+        rc, err = self.start_refused("--job-users", "alice,,bob")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--job-users", err)
+
+
+if __name__ == "__main__":
+    harness.main()
