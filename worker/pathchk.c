@@ -55,6 +55,18 @@ static int mkdir_p(const char *path, int shared)
     return 0;
 }
 
+struct mkdir_as {
+    const char *path;
+    int shared;
+};
+
+/* mkdir_p() through wrk_ident_call(): async-signal-safe. */
+static int mkdir_as_fn(void *arg)
+{
+    const struct mkdir_as *m = arg;
+    return mkdir_p(m->path, m->shared);
+}
+
 /* Whether real is one of the roots (resolved here), which no job may own. */
 static int is_a_root(const char *real, const char *const *roots, size_t n)
 {
@@ -135,6 +147,12 @@ enum rc wrk_path_check_as(const char *path, const char *const *roots, size_t nro
         return rc;
     if (create) {
         int shared = id != NULL && id->switch_ids, r = mkdir_p(real, shared);
+        if (r == EACCES && shared) {
+            /* inside a run dir the job's account already owns (checkpoints
+             * below its output_dir): that account makes it */
+            struct mkdir_as m = {real, shared};
+            r = wrk_ident_call(id, mkdir_as_fn, &m);
+        }
         if (r != 0)
             return err_set(e, RC_EUNAVAIL, NULL, "cannot create directory: %s", strerror(r));
         /* a symlink swapped in meanwhile is caught here */

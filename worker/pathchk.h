@@ -40,6 +40,8 @@ enum rc wrk_path_check_site(const char *path, const char *const *roots, size_t n
  * when id switches, the directory (made now, or the worker's from before;
  * never an allowed root, never another user's) is given to id's account
  * (lchown: root or CAP_CHOWN), and directories made on the way get 0711.
+ * One the worker may not make (inside a run dir the account owns already,
+ * a worker without CAP_DAC_OVERRIDE) is made by the account itself.
  * id NULL or not switching: as wrk_path_check_site(). The failed call's
  * error is in e's message.
  */
