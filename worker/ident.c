@@ -23,21 +23,11 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "unixname.h"
 
 int wrk_ident_name_valid(const char *s)
 {
-    size_t n = s != NULL ? strlen(s) : 0;
-
-    if (n == 0 || n > WRK_IDENT_NAME_MAX)
-        return 0;
-    if (!((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
+    return unixname_valid(s);
 }
 
 int wrk_ident_listed(const char *name, const char (*names)[WRK_IDENT_NAME_MAX + 1], size_t n)

@@ -46,9 +46,8 @@ struct wrk_ident {
 };
 
 /*
- * Whether s is an account name this worker accepts: 1..32 characters,
- * [a-z_][a-z0-9_-]* (Debian's default NAME_REGEX, without a trailing '$').
- * Pure.
+ * Whether s is an account name this worker accepts: common/unixname.h's
+ * rule, the server's too. Pure.
  */
 int wrk_ident_name_valid(const char *s);
 

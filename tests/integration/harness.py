@@ -58,6 +58,22 @@ def ensure_job_user(name=JOB_USER):
     return pwd.getpwnam(name).pw_uid
 
 
+_mkdtemp = tempfile.mkdtemp
+
+
+def _mkdtemp_reachable(*args, **kwargs):
+    """tempfile.mkdtemp, but 0755 when running as root: the tests hand
+    their temporary dirs to jobs (storage roots, scripts, gate files), and
+    the ranks run as JOB_USER, which a 0700 dir of root's would shut out,
+    as a site's storage must let its job accounts in."""
+    d = _mkdtemp(*args, **kwargs)
+    if os.geteuid() == 0:
+        os.chmod(d, 0o755)
+    return d
+
+
+tempfile.mkdtemp = _mkdtemp_reachable
+
 # Every process a test starts, so that none outlives a test that failed half
 # way (a failing setUpClass skips tearDownClass).
 _children = []

@@ -7,6 +7,10 @@ worker as root, its ranks as the job account (worker/ident.h).
   state.json fails with EACCES (the work dir lets nobody list it), so does
   the worker's /proc/PID/environ; the agent API answers 401 to whatever it
   can present (nothing, a made-up token, its own env's values)
+- a user mapped to a Unix account (PATCH /users/{id} unix_account, audited)
+  runs as that account; a team mapped to one the worker's --job-users does
+  not list is refused with the reason in the job; bad names get a 400
+  naming the field and change nothing
 - a --job-user that does not exist, root, or the worker itself stops the
   worker at start with the fix in the message
 
@@ -28,6 +32,7 @@ import harness  # noqa: E402
 from harness import ServerTest, Worker, wait_for  # noqa: E402
 
 PY = "/usr/bin/python3"
+MAPPED = "ty-mapped-job"  # a second job account, allowed by the worker's --job-users
 
 # What the rank runs: it reports who it is and what it could reach, one
 # "key=value" line each.
@@ -89,6 +94,7 @@ class JobIdentityTest(ServerTest):
     @classmethod
     def setUpClass(cls):
         cls.job_uid = harness.ensure_job_user()
+        cls.mapped_uid = harness.ensure_job_user(MAPPED)
         cls.base = tempfile.mkdtemp(prefix="ty-ident-")
         os.chmod(cls.base, 0o755)
         cls.root = os.path.join(cls.base, "root")
@@ -101,7 +107,7 @@ class JobIdentityTest(ServerTest):
         assert st == 201, tok
         cls.token = tok["token"]
         cls.worker = Worker(cls.server.url, cls.token, "node-a", gpus=2, allowed_root=cls.root,
-                            extra=("--job-users", "nobody"))
+                            extra=("--job-users", MAPPED))
         wait_for(lambda: any(n["state"] == "ready"
                              for n in cls.admin.get("/api/v1/nodes")[1]["nodes"]),
                  what="node-a ready")
@@ -168,6 +174,63 @@ class JobIdentityTest(ServerTest):
         self.assertEqual(stat.S_IMODE(os.stat(work).st_mode), 0o700)
         # The storage root, an allowed root, is not handed to the job.
         self.assertEqual(os.stat(self.root).st_uid, 0)
+
+    def patch(self, path, body):
+        return self.admin.request("PATCH", path, body=body)
+
+    def run_whoami(self, name):
+        out = os.path.join(self.root, "out-" + name)
+        spec = {"name": name, "team": "ml", "resources": {"gpus": 1}, "max_restarts": 0,
+                "output_dir": out,
+                "command": ["/bin/sh", "-c", 'echo "uid=$(id -u)"; echo hi > "$TRAINYARD_OUTPUT_DIR/f"']}
+        st, job, _ = self.admin.post("/api/v1/jobs", spec)
+        self.assertEqual(st, 201, job)
+        return self.wait_job(job["id"]), out
+
+    def test_mapped_accounts(self):
+        st, users, _ = self.admin.get("/api/v1/users")
+        me = [u for u in users["users"] if u["username"] == "admin"][0]
+        upath = "/api/v1/users/%s" % me["id"]
+        tpath = "/api/v1/teams/%s" % self.team["id"]
+        self.assertIsNone(me["unix_account"])
+        try:
+            st, row, _ = self.patch(upath, {"unix_account": MAPPED})
+            self.assertEqual(st, 200, row)
+            self.assertEqual(row["unix_account"], MAPPED)
+            ev = [e for e in harness.db_audit_rows(self.db) if e["action"] == "user.update"][-1]
+            self.assertEqual(ev["details"].get("unix_account"), MAPPED, ev)
+            # Bad names: a clear error on the field, nothing changed.
+            for bad in ("Bad Name", "root", "a/b", "x" * 33, 5, ["a"], "self"):
+                for path in (upath, tpath):
+                    st, body, _ = self.patch(path, {"unix_account": bad})
+                    self.assertEqual(st, 400, (bad, body))
+                    self.assertEqual(body["error"]["field"], "unix_account", body)
+            self.assertEqual(self.admin.get(upath)[1]["unix_account"], MAPPED)
+            self.assertIsNone(self.admin.get(tpath)[1]["unix_account"])
+
+            done, out = self.run_whoami("mapped")
+            got = self.lines(done["id"])
+            self.assertEqual(done["state"], "SUCCEEDED", (done, self.worker.log_tail(20)))
+            self.assertEqual(got.get("uid"), str(self.mapped_uid), got)
+            self.assertEqual(os.stat(os.path.join(out, "f")).st_uid, self.mapped_uid)
+
+            # The user's mapping cleared, the team's applies; this node does
+            # not allow it: refused with the reason, never run as the default.
+            st, row, _ = self.patch(upath, {"unix_account": None})
+            self.assertEqual(st, 200, row)
+            self.assertIsNone(row["unix_account"])
+            st, row, _ = self.patch(tpath, {"unix_account": "ty-not-allowed"})
+            self.assertEqual(st, 200, row)
+            self.assertEqual(row["unix_account"], "ty-not-allowed")
+            done, _ = self.run_whoami("refused")
+            self.assertEqual(done["state"], "FAILED", done)
+            self.assertIn("ty-not-allowed", done["reason"], done)
+            self.assertIn("does not allow", done["reason"], done)
+            self.assertNotIn("uid", self.lines(done["id"]))
+        finally:
+            self.patch(upath, {"unix_account": None})
+            self.patch(tpath, {"unix_account": ""})
+        self.assertIsNone(self.admin.get(tpath)[1]["unix_account"])
 
     def start_refused(self, *extra):
         d = tempfile.mkdtemp(prefix="ty-ident-w-")
