@@ -240,6 +240,13 @@ static int seal_work_dir(const struct wrk_config *cfg, int is_root)
         LOG_ERROR("agent", "the work dir is not a directory", "path=%s", cfg->work_dir);
         return -1;
     }
+    /* A root worker takes over a dir another user owns (an image's
+     * package-made state dir): the owner could swap the credential. */
+    if (st.st_uid != geteuid() && geteuid() == 0 && lchown(cfg->work_dir, 0, 0) == 0) {
+        LOG_INFO("agent", "work dir taken over by root", "path=%s previous_uid=%d", cfg->work_dir,
+                 (int)st.st_uid);
+        st.st_uid = 0;
+    }
     if (st.st_uid != geteuid()) {
         LOG_ERROR("agent",
                   "the work dir belongs to another user: the node credential would not "
