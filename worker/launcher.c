@@ -28,6 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#if __has_include(<linux/close_range.h>)
+#include <linux/close_range.h>
+#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -635,8 +639,11 @@ static void child_exec(const struct wrk_proc_spec *ps, const char *cwd, const st
     nul = open("/dev/null", O_RDONLY);
     if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
         child_fail(fail_fd, STAGE_SETUP, errno);
-    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-        child_fail(fail_fd, STAGE_SETUP, errno);
+#if defined(SYS_close_range) && defined(CLOSE_RANGE_CLOEXEC)
+    /* Best effort (Linux 5.11+): the worker's own descriptors are
+     * close-on-exec already; this catches one a library left open. */
+    (void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+#endif
     if (wrk_ident_switch(id) != 0)
         child_fail(fail_fd, STAGE_IDENT, errno);
     if (chdir(cwd) != 0)
