@@ -153,7 +153,8 @@ class PackagesTest(unittest.TestCase):
             self.assertEqual(p.stderr.strip(), "", p.stderr)
         # The worker holds exactly the capabilities that switching the
         # ranks to the job account takes, none that writes as anyone.
-        unit = open("/lib/systemd/system/trainyard-worker.service").read()
+        with open("/lib/systemd/system/trainyard-worker.service") as f:
+            unit = f.read()
         caps = "CAP_SETUID CAP_SETGID CAP_KILL CAP_CHOWN CAP_DAC_READ_SEARCH"
         self.assertIn("\nCapabilityBoundingSet=%s\n" % caps, unit)
         self.assertIn("\nAmbientCapabilities=%s\n" % caps, unit)
