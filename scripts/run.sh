@@ -179,8 +179,34 @@ fi
 api POST /auth/logout >/dev/null
 rm -f "$cookie"
 cookie=""
+# The ranks' account (worker/ident.h). As root: trainyard-job, created here
+# when missing, provided it can reach the checkout (the examples, var/); a
+# checkout below a private home cannot be, and neither can a worker run by
+# a normal user switch ids: then the ranks run as the worker (--job-user
+# self), which the worker logs loudly. Never so in a packaged install.
+job_args=(--job-user self)
+if [ "$(id -u)" -eq 0 ]; then
+  if ! getent passwd trainyard-job >/dev/null; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin trainyard-job
+  fi
+  reachable=1
+  d=$top
+  while [ "$d" != / ]; do
+    case $(stat -c %A "$d") in *x | *t) ;; *) reachable=0 ;; esac
+    d=$(dirname "$d")
+  done
+  if [ $reachable -eq 1 ]; then
+    job_args=()
+    chmod 0711 "$var" "$var/storage"
+  else
+    echo "run: ranks run as $(id -un): trainyard-job cannot reach $top" >&2
+  fi
+else
+  echo "run: ranks run as $(id -un) (not root: cannot switch to trainyard-job)" >&2
+fi
 TRAINYARD_JOIN_TOKEN="$token" "$worker" --server "http://127.0.0.1:$port" --name "$(hostname -s | tr 'A-Z' 'a-z')" \
   --work-dir "$var/worker" --allowed-root "$var/storage" --addr 127.0.0.1 "${gpu_args[@]}" \
+  "${job_args[@]}" \
   >>"$var/worker.log" 2>&1 &
 pids+=($!)
 

@@ -221,19 +221,57 @@ static int discover(struct wrk_agent *a)
     return t != NULL ? 0 : 1;
 }
 
+/*
+ * The work dir holds the node credential: no rank may list or read it.
+ * 0700, or 0711 (pass through, no listing) when it is also the allowed root
+ * that the ranks' run dirs lie below; node.json and state.json are 0600
+ * either way. 0 or -1.
+ */
+static int seal_work_dir(const struct wrk_config *cfg, int is_root)
+{
+    mode_t mode = is_root && cfg->job_ident != NULL && cfg->job_ident->switch_ids ? 0711 : 0700;
+    struct stat st;
+
+    if (mkdir(cfg->work_dir, mode) != 0 && errno != EEXIST) {
+        LOG_ERROR("agent", "cannot create the work dir", "path=%s", cfg->work_dir);
+        return -1;
+    }
+    if (lstat(cfg->work_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        LOG_ERROR("agent", "the work dir is not a directory", "path=%s", cfg->work_dir);
+        return -1;
+    }
+    /* A root worker takes over a dir another user owns (an image's
+     * package-made state dir): the owner could swap the credential. */
+    if (st.st_uid != geteuid() && geteuid() == 0 && lchown(cfg->work_dir, 0, 0) == 0) {
+        LOG_INFO("agent", "work dir taken over by root", "path=%s previous_uid=%d", cfg->work_dir,
+                 (int)st.st_uid);
+        st.st_uid = 0;
+    }
+    if (st.st_uid != geteuid()) {
+        LOG_ERROR("agent",
+                  "the work dir belongs to another user: the node credential would not "
+                  "be the worker's alone",
+                  "path=%s owner_uid=%d", cfg->work_dir, (int)st.st_uid);
+        return -1;
+    }
+    if ((st.st_mode & 07777) != mode && chmod(cfg->work_dir, mode) != 0) {
+        LOG_ERROR("agent", "cannot restrict the work dir", "path=%s", cfg->work_dir);
+        return -1;
+    }
+    return 0;
+}
+
 /* The work dir, the allowed roots, and one HTTP client per thread. 0 or -1. */
 static int open_clients(struct wrk_agent *a)
 {
     const struct wrk_config *cfg = a->cfg;
 
-    if (mkdir(cfg->work_dir, 0750) != 0 && errno != EEXIST) {
-        LOG_ERROR("agent", "cannot create the work dir", "path=%s", cfg->work_dir);
-        return -1;
-    }
     for (size_t i = 0; i < cfg->nroots && i < WRK_MAX_ROOTS; i++)
         a->roots[a->nroots++] = cfg->roots[i];
     if (a->nroots == 0)
         a->roots[a->nroots++] = cfg->work_dir;
+    if (seal_work_dir(cfg, cfg->nroots == 0) != 0)
+        return -1;
     snprintf(a->node_path, sizeof(a->node_path), "%s/node.json", cfg->work_dir);
     snprintf(a->state_path, sizeof(a->state_path), "%s/state.json", cfg->work_dir);
     if (wrk_http_new(cfg->server, cfg->ca_file, &a->http) != RC_OK ||

@@ -15,6 +15,7 @@
 
 #include "err.h"
 #include "gpu.h"
+#include "ident.h"
 #include "labels.h" /* the format of wrk_config.labels */
 
 #define WRK_MAX_ROOTS 32
@@ -40,6 +41,11 @@ struct wrk_config {
     const char *nccl_probe_file; /* --nccl-probe-file: trainyard-nccl-probe JSON, or NULL */
     const char *sys_root;   /* --sys-root: where sysfs is, default "/sys" (tests use a fake one) */
     const atomic_int *stop; /* set by the signal handler: drain and exit */
+    const char *job_user;   /* --job-user: the ranks' default account, "self" = the worker's */
+    const struct wrk_ident *job_ident; /* job_user resolved (main.c); never NULL when running */
+    /* --job-users: the accounts an assignment's "unix_account" may name, besides job_user */
+    char job_users[WRK_IDENT_MAX_USERS][WRK_IDENT_NAME_MAX + 1];
+    size_t njob_users;
 };
 
 /* Run until *cfg->stop is set and every rank has ended. Returns the process exit status. */

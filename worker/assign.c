@@ -349,7 +349,16 @@ static enum rc parse_dirs(const json_t *obj, struct wrk_assignment *a, struct er
         if (s == NULL || (s[0] != '\0' && s[0] != '/'))
             return bad(e, "resume_from", "must be empty or an absolute path");
     }
-    return dupstr(s, &a->resume_from);
+    if ((rc = dupstr(s, &a->resume_from)) != RC_OK)
+        return rc;
+    /* Optional: the account a site mapped the job's user or team to. */
+    if (present(obj, "unix_account")) {
+        s = get_str(obj, "unix_account", 1, WRK_IDENT_NAME_MAX);
+        if (s == NULL || !wrk_ident_name_valid(s) || strcmp(s, WRK_IDENT_SELF) == 0)
+            return bad(e, "unix_account", "must be an account name");
+        return dupstr(s, &a->unix_account);
+    }
+    return RC_OK;
 }
 
 /* time_limit_s, grace_s, allowed_roots, datasets and deepspeed_config. */
@@ -463,6 +472,7 @@ void wrk_assignment_free(struct wrk_assignment *a)
     free(a->checkpoint_dir);
     free(a->resume_from);
     free(a->ds_config);
+    free(a->unix_account);
     wrk_strv_free(a->site_roots);
     wrk_strv_free(a->datasets);
     free(a);

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "err.h"
+#include "ident.h"
 
 #define WRK_MAX_RANKS 64 /* ranks of one node */
 #define WRK_MAX_GPUS 64  /* GPUs of one node */
@@ -75,6 +76,8 @@ struct wrk_assignment {
     size_t nsite_roots; /* 0..WRK_MAX_SITE_ROOTS */
     char **datasets;    /* owned, NULL-terminated local dataset paths ("datasets"), or NULL */
     size_t ndatasets;   /* 0..WRK_MAX_DATASETS */
+    char *unix_account; /* owned: the account the ranks should run as (a site's mapping of the
+                           job's user or team), or NULL: the worker's --job-user */
 };
 
 /*

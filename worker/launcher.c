@@ -6,7 +6,7 @@
  * are guarded by l->mu; pipe descriptors and line buffers belong to the I/O
  * thread alone. Only the I/O thread removes and frees attempts, so the
  * pointers it collected for poll() stay valid without the lock. The lock is
- * never held across posix_spawn, a callback or a read.
+ * never held across a fork, a callback or a read.
  *
  * Process groups: every rank leads its own group, so kill(-pgid) reaches the
  * rank and whatever it forked (data loader workers, shells). An unreaped
@@ -23,12 +23,15 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#if __has_include(<linux/close_range.h>)
+#include <linux/close_range.h>
+#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -544,71 +547,203 @@ void wrk_launcher_free(struct wrk_launcher *l)
     free(l);
 }
 
-/*
- * Whether posix_spawnp's error err came from exec of the program and will
- * repeat. glibc reports the child's failures to the caller, exec's as well
- * as those of the file actions; of these only the chdir to cwd and the open
- * of /dev/null can fail with the same errnos, so both are looked at again.
- */
-static int exec_failed_for_good(int err, const char *cwd)
-{
-    struct stat st;
+/* Where the child of spawn_one() failed (reported on its error pipe). */
+enum spawn_stage { STAGE_SETUP = 1, STAGE_IDENT, STAGE_CHDIR, STAGE_EXEC };
 
-    if (!wrk_cause_exec_errno(err))
+struct spawn_fail {
+    int stage; /* enum spawn_stage */
+    int err;   /* errno */
+};
+
+/*
+ * The programs to try for argv0, as execvp would: argv0 itself when it has a
+ * '/', else each PATH entry of the worker joined with it. Built in the parent
+ * because the child may only make async-signal-safe calls (no malloc, no
+ * getenv). Returns a NULL-terminated array in one allocation, or NULL.
+ */
+static char **exec_candidates(const char *argv0)
+{
+    const char *path = getenv("PATH");
+    size_t n = 1, bytes, alen = strlen(argv0);
+    char **v, *w;
+
+    if (path == NULL || path[0] == '\0')
+        path = "/usr/local/bin:/usr/bin:/bin";
+    if (strchr(argv0, '/') != NULL)
+        path = "";
+    else
+        for (const char *p = path; *p; p++)
+            n += *p == ':';
+    bytes = (n + 1) * sizeof(char *) + strlen(path) + n * (alen + 3);
+    v = malloc(bytes);
+    if (v == NULL)
+        return NULL;
+    w = (char *)(v + n + 1);
+    if (path[0] == '\0') {
+        v[0] = w;
+        memcpy(w, argv0, alen + 1);
+        v[1] = NULL;
+        return v;
+    }
+    n = 0;
+    for (const char *p = path;;) {
+        const char *e = strchr(p, ':');
+        size_t dl = e != NULL ? (size_t)(e - p) : strlen(p);
+        v[n++] = w;
+        if (dl == 0) /* an empty entry is the working directory */
+            *w++ = '.';
+        memcpy(w, p, dl);
+        w += dl;
+        *w++ = '/';
+        memcpy(w, argv0, alen + 1);
+        w += alen + 1;
+        if (e == NULL)
+            break;
+        p = e + 1;
+    }
+    v[n] = NULL;
+    return v;
+}
+
+/* Tell the parent where the child failed, then leave. Async-signal-safe. */
+static void child_fail(int fd, int stage, int err)
+{
+    struct spawn_fail f = {stage, err};
+    ssize_t r;
+
+    do {
+        r = write(fd, &f, sizeof(f));
+    } while (r < 0 && errno == EINTR);
+    _exit(127);
+}
+
+/*
+ * The child between fork and exec: only async-signal-safe calls. Own
+ * process group, stdin /dev/null, stdout/stderr on the pipes, no other
+ * descriptor across exec (the worker's sockets stay the worker's), default
+ * dispositions for the signals the worker handles or ignores, the job's
+ * identity, then cwd (looked up as the job's account) and exec.
+ */
+static void child_exec(const struct wrk_proc_spec *ps, const char *cwd, const struct wrk_ident *id,
+                       char *const *cand, int out_fd, int err_fd, int fail_fd)
+{
+    static const int sigs[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD};
+    struct sigaction sa;
+    sigset_t none;
+    int nul, saved = 0;
+
+    setpgid(0, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+    nul = open("/dev/null", O_RDONLY);
+    if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+        child_fail(fail_fd, STAGE_SETUP, errno);
+#if defined(SYS_close_range) && defined(CLOSE_RANGE_CLOEXEC)
+    /* Best effort (Linux 5.11+): the worker's own descriptors are
+     * close-on-exec already; this catches one a library left open. */
+    (void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+#endif
+    if (wrk_ident_switch(id) != 0)
+        child_fail(fail_fd, STAGE_IDENT, errno);
+    if (chdir(cwd) != 0)
+        child_fail(fail_fd, STAGE_CHDIR, errno);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (size_t i = 0; cand[i] != NULL; i++) {
+        execve(cand[i], ps->argv, ps->envp);
+        if (errno == EACCES)
+            saved = EACCES; /* as execvp: a later hit wins, else this error */
+        else if (errno != ENOENT && errno != ENOTDIR)
+            break;
+    }
+    child_fail(fail_fd, STAGE_EXEC,
+               saved != 0 && (errno == ENOENT || errno == ENOTDIR) ? saved : errno);
+}
+
+/*
+ * Fork the child and wait for its exec: the error pipe is close-on-exec, so
+ * it reads EOF once exec succeeded, or the stage and errno of the failure.
+ * 0 with *pid, or -1 with *fail filled (the child is reaped).
+ */
+static int fork_exec(const struct wrk_proc_spec *ps, const char *cwd, const struct wrk_ident *id,
+                     char *const *cand, const int *outp, const int *errp, pid_t *pid,
+                     struct spawn_fail *fail)
+{
+    int fp[2];
+    sigset_t all, old;
+    ssize_t r;
+
+    if (pipe2(fp, O_CLOEXEC) != 0) {
+        *fail = (struct spawn_fail){STAGE_SETUP, errno};
+        return -1;
+    }
+    /* No handler may run in the child before it restored the defaults. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    *pid = fork();
+    if (*pid == 0) {
+        close(fp[0]);
+        child_exec(ps, cwd, id, cand, outp[1], errp[1], fp[1]);
+    }
+    fail->err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(fp[1]);
+    if (*pid < 0) {
+        close(fp[0]);
+        fail->stage = STAGE_SETUP;
+        return -1;
+    }
+    setpgid(*pid, *pid); /* either side may win; both set the same group */
+    do {
+        r = read(fp[0], fail, sizeof(*fail));
+    } while (r < 0 && errno == EINTR);
+    close(fp[0]);
+    if (r == 0)
         return 0;
-    return stat(cwd, &st) == 0 && S_ISDIR(st.st_mode) && access(cwd, X_OK) == 0 &&
-           access("/dev/null", R_OK) == 0;
+    if (r != (ssize_t)sizeof(*fail))
+        *fail = (struct spawn_fail){STAGE_SETUP, EIO};
+    while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    *pid = -1;
+    return -1;
 }
 
 /* Spawn one process; fills p (pid, pgid, fds). */
-static enum rc spawn_one(const struct wrk_proc_spec *ps, const char *cwd, struct lproc *p,
-                         struct err *e)
+static enum rc spawn_one(const struct wrk_proc_spec *ps, const char *cwd,
+                         const struct wrk_ident *id, struct lproc *p, struct err *e)
 {
     enum rc rc = RC_EUNAVAIL;
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t none, def;
-    int r;
-    int fa_ok = 0, at_ok = 0;
+    char **cand = NULL;
+    struct spawn_fail f;
+    char q[128];
 
     if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
         err_set(e, RC_EUNAVAIL, NULL, "cannot create pipes");
         goto out;
     }
-    if (posix_spawn_file_actions_init(&fa) != 0)
-        goto out;
-    fa_ok = 1;
-    if (posix_spawnattr_init(&at) != 0)
-        goto out;
-    at_ok = 1;
-    sigemptyset(&none);
-    sigemptyset(&def);
-    sigaddset(&def, SIGPIPE);
-    sigaddset(&def, SIGTERM);
-    sigaddset(&def, SIGINT);
-    sigaddset(&def, SIGHUP);
-    sigaddset(&def, SIGCHLD);
-    if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
-        posix_spawn_file_actions_adddup2(&fa, outp[1], 1) != 0 ||
-        posix_spawn_file_actions_adddup2(&fa, errp[1], 2) != 0 ||
-        posix_spawn_file_actions_addchdir_np(&fa, cwd) != 0 ||
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                          POSIX_SPAWN_SETSIGDEF) != 0 ||
-        posix_spawnattr_setpgroup(&at, 0) != 0 || posix_spawnattr_setsigmask(&at, &none) != 0 ||
-        posix_spawnattr_setsigdefault(&at, &def) != 0) {
-        err_set(e, RC_EUNAVAIL, NULL, "cannot prepare spawn");
+    cand = exec_candidates(ps->argv[0]);
+    if (cand == NULL) {
+        rc = RC_ENOMEM;
         goto out;
     }
-    r = posix_spawnp(&p->pid, ps->argv[0], &fa, &at, ps->argv, ps->envp);
-    if (r != 0) {
-        err_set(e, RC_EUNAVAIL, NULL, "cannot start the command: %s", strerror(r));
-        if (exec_failed_for_good(r, cwd)) {
-            char q[128];
-            pathpol_quote(ps->argv[0], strlen(ps->argv[0]), q, sizeof(q));
-            err_set(e, RC_EUNAVAIL, NULL, "cannot start \"%s\": %s", q, strerror(r));
+    if (fork_exec(ps, cwd, id, cand, outp, errp, &p->pid, &f) != 0) {
+        pathpol_quote(ps->argv[0], strlen(ps->argv[0]), q, sizeof(q));
+        if (f.stage == STAGE_EXEC && wrk_cause_exec_errno(f.err)) {
+            /* exec itself failed: the same command fails on every attempt */
+            err_set(e, RC_EUNAVAIL, NULL, "cannot start \"%s\": %s", q, strerror(f.err));
             err_code(e, WRK_CAUSE_EXEC_FAILED);
-            err_detail(e, "%s: %s", q, strerror(r));
+            err_detail(e, "%s: %s", q, strerror(f.err));
+        } else if (f.stage == STAGE_IDENT) {
+            err_set(e, RC_EUNAVAIL, NULL, "cannot switch to the job account %s: %s",
+                    id != NULL ? id->name : "?", strerror(f.err));
+        } else if (f.stage == STAGE_CHDIR) {
+            err_set(e, RC_EUNAVAIL, NULL, "cannot enter the working directory as %s: %s",
+                    id != NULL && id->switch_ids ? id->name : "the worker", strerror(f.err));
+        } else {
+            err_set(e, RC_EUNAVAIL, NULL, "cannot start the command: %s", strerror(f.err));
         }
         goto out;
     }
@@ -624,10 +759,7 @@ static enum rc spawn_one(const struct wrk_proc_spec *ps, const char *cwd, struct
     fcntl(p->fd[1], F_SETFL, O_NONBLOCK);
     rc = RC_OK;
 out:
-    if (fa_ok)
-        posix_spawn_file_actions_destroy(&fa);
-    if (at_ok)
-        posix_spawnattr_destroy(&at);
+    free(cand);
     for (int i = 0; i < 2; i++) {
         if (outp[i] >= 0)
             close(outp[i]);
@@ -665,7 +797,7 @@ static enum rc spawn_all(void *arg)
             return RC_ENOMEM;
         }
         a->nprocs = i + 1;
-        rc = spawn_one(&plan->procs[i], c->req->cwd, p, c->e);
+        rc = spawn_one(&plan->procs[i], c->req->cwd, c->req->ident, p, c->e);
         if (rc != RC_OK) {
             a->nprocs = i; /* p holds nothing running */
             for (int s = 0; s < 2; s++) {

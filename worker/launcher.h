@@ -1,9 +1,11 @@
 /*
  * launcher.h - starts and watches the processes of the attempts on this node.
  *
- * Each process is spawned with posix_spawn() into its own process group
- * (POSIX_SPAWN_SETPGROUP), cwd = the attempt's work_dir, stdin /dev/null,
- * stdout/stderr on non-blocking pipes. One I/O thread, started by
+ * Each process is forked and exec'd (posix_spawn cannot change ids) into its
+ * own process group, as the request's job account (ident.h), cwd = the
+ * attempt's work_dir, stdin /dev/null, stdout/stderr on non-blocking pipes,
+ * no other descriptor of the worker. The child makes only async-signal-safe
+ * calls and reports a failed setup or exec on a close-on-exec pipe. One I/O thread, started by
  * wrk_launcher_new(), owns every pipe: it poll()s them, splits lines and hands
  * them to cb->on_line (a torchrun process's lines under the rank that their
  * "[trainyard<local rank>]:" header names, header stripped: assign.c); it
@@ -30,6 +32,7 @@
 #include "assign.h"
 #include "cause.h"
 #include "err.h"
+#include "ident.h"
 #include "reason_codes.h"
 #include "state.h"
 
@@ -77,12 +80,14 @@ struct wrk_launch_req {
     const char *attempt_id;
     const char *job_id;
     int node_rank;
-    const char *cwd;             /* work_dir, must exist */
-    const struct wrk_plan *plan; /* borrowed; copied as needed */
-    int64_t time_limit_s;        /* 0 = none */
-    int grace_s;                 /* SIGTERM -> SIGKILL delay */
-    const char *netns_path;      /* NULL, or the network namespace to start the processes in
-                                    (netns.h: /run/netns/ty-<attempt>) */
+    const char *cwd;               /* work_dir, must exist */
+    const struct wrk_plan *plan;   /* borrowed; copied as needed */
+    int64_t time_limit_s;          /* 0 = none */
+    int grace_s;                   /* SIGTERM -> SIGKILL delay */
+    const char *netns_path;        /* NULL, or the network namespace to start the processes in
+                                      (netns.h: /run/netns/ty-<attempt>) */
+    const struct wrk_ident *ident; /* the account the processes run as; NULL or !switch_ids:
+                                      the worker's own (borrowed) */
 };
 
 struct wrk_launcher;

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "agent.h"
 #include "crypto.h"
 #include "gpu.h"
+#include "ident.h"
 #include "join.h"
 #include "log.h"
 #include "netns.h"
@@ -46,6 +48,7 @@ static void usage(FILE *f)
                "         [--heartbeat-ms 2000] [--ca-file PEM] [--log-level info]\n"
                "         [--log-debug comps] [--discover] [--isolate-network]\n"
                "         [--python python3] [--nccl-probe-file FILE] [--sys-root /sys]\n"
+               "         [--job-user trainyard-job|self] [--job-users alice,bob]\n"
                "The join token is needed only on the first start; the node credential is\n"
                "then kept in WORK_DIR/node.json (mode 0600). It is read from\n"
                "--join-token-file (a file of this user or root, mode 0600 or stricter) or\n"
@@ -55,7 +58,12 @@ static void usage(FILE *f)
                "start and reported (\"\" turns the probe off). --nccl-probe-file: the JSON\n"
                "of trainyard-nccl-probe --json, uploaded with register.\n"
                "--isolate-network (root only): ranks run in a network namespace that reaches\n"
-               "only loopback and the site's allowed networks (worker/README.md).\n");
+               "only loopback and the site's allowed networks (worker/README.md).\n"
+               "--job-user: the account ranks run as (default trainyard-job; the worker needs\n"
+               "root or CAP_SETUID+CAP_SETGID). \"self\" runs them as the worker's own user,\n"
+               "which lets a rank read the node credential: for development only.\n"
+               "--job-users: further accounts an assignment may ask for (a site's mapping of\n"
+               "a user or team to a Unix account); any other is refused.\n");
 }
 
 static int parse_int(const char *s, long lo, long hi, int *out)
@@ -113,6 +121,13 @@ static int set_checked_option(int c, const char *arg, struct wrk_config *cfg, st
             return 2;
         }
         log_set_level(lvl);
+        return PARSE_OK;
+    case 'U':
+        if (wrk_ident_parse_list(arg, cfg->job_users, WRK_IDENT_MAX_USERS, &cfg->njob_users, e) !=
+            RC_OK) {
+            fprintf(stderr, "trainyard-worker: %s\n", e->message);
+            return 2;
+        }
         return PARSE_OK;
     case 'S':
         if (arg[0] != '/') {
@@ -172,6 +187,9 @@ static int set_option(int c, const char *arg, struct wrk_config *cfg, struct err
     case 'N':
         cfg->nccl_probe_file = arg;
         break;
+    case 'u':
+        cfg->job_user = arg;
+        break;
     case 'h':
         usage(stdout);
         return 0;
@@ -204,6 +222,8 @@ static int parse_args(int argc, char **argv, struct wrk_config *cfg, struct err 
         {"python", required_argument, NULL, 'P'},
         {"nccl-probe-file", required_argument, NULL, 'N'},
         {"sys-root", required_argument, NULL, 'S'},
+        {"job-user", required_argument, NULL, 'u'},
+        {"job-users", required_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -225,6 +245,41 @@ static int parse_args(int argc, char **argv, struct wrk_config *cfg, struct err 
     return PARSE_OK;
 }
 
+/*
+ * The account the ranks run as, settled before anything starts: a worker
+ * that cannot switch to it refuses to start rather than run ranks as
+ * itself, where they would read the node credential. 0 or 2.
+ */
+static int settle_job_ident(struct wrk_config *cfg, struct wrk_ident *id, struct err *e)
+{
+    memset(id, 0, sizeof(*id));
+    cfg->job_ident = id;
+    if (strcmp(cfg->job_user, WRK_IDENT_SELF) == 0) {
+        LOG_WARN("agent",
+                 "--job-user self: RANKS RUN AS THE WORKER'S OWN USER and can read the node "
+                 "credential, act as this node towards the server and read other jobs' "
+                 "assignments; for development only",
+                 "uid=%d", (int)geteuid());
+        return 0;
+    }
+    if (!wrk_ident_can_switch()) {
+        fprintf(stderr,
+                "trainyard-worker: cannot run ranks as %s: the worker (uid %d) has neither root "
+                "nor CAP_SETUID and CAP_SETGID; start it as root or with those capabilities "
+                "(the packaged unit does), or pass --job-user self to run ranks as the worker's "
+                "own user (development only)\n",
+                cfg->job_user, (int)geteuid());
+        return 2;
+    }
+    if (wrk_ident_resolve(cfg->job_user, id, e) != RC_OK) {
+        fprintf(stderr, "trainyard-worker: --job-user: %s\n", e->message);
+        return 2;
+    }
+    LOG_INFO("agent", "ranks run as the job account", "account=%s uid=%d gid=%d", id->name,
+             (int)id->uid, (int)id->gid);
+    return 0;
+}
+
 static void install_signal_handlers(void)
 {
     struct sigaction sa;
@@ -242,6 +297,7 @@ int main(int argc, char **argv)
 {
     struct wrk_config cfg;
     struct err e;
+    struct wrk_ident ident;
     char token[WRK_JOIN_TOKEN_MAX];
     int rc;
 
@@ -252,6 +308,7 @@ int main(int argc, char **argv)
     cfg.python = "python3";
     cfg.sys_root = "/sys";
     cfg.stop = &g_stop;
+    cfg.job_user = WRK_IDENT_DEFAULT;
     err_init(&e);
     if ((rc = parse_args(argc, argv, &cfg, &e)) != PARSE_OK)
         return rc;
@@ -270,6 +327,10 @@ int main(int argc, char **argv)
     if (cfg.isolate_network && !cfg.discover_only && wrk_netns_check_host(&e) != RC_OK) {
         fprintf(stderr, "trainyard-worker: %s\n", e.message);
         return 2;
+    }
+    if (!cfg.discover_only && (rc = settle_job_ident(&cfg, &ident, &e)) != 0) {
+        crypto_wipe(token, sizeof(token));
+        return rc;
     }
     install_signal_handlers();
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

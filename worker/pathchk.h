@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "err.h"
+#include "ident.h"
 
 /*
  * Check path against roots and, unless site_roots is NULL, against
@@ -33,6 +34,21 @@
 enum rc wrk_path_check_site(const char *path, const char *const *roots, size_t nroots,
                             const char *const *site_roots, size_t nsite, int create, char *out,
                             size_t out_size, struct err *e) TY_WUR;
+
+/*
+ * wrk_path_check_site() for a directory the ranks of id (ident.h) write:
+ * when id switches, the directory (made now, or the worker's from before;
+ * never an allowed root, never another user's) is given to id's account
+ * (lchown: root or CAP_CHOWN), and directories made on the way get 0711.
+ * One the worker may not make (inside a run dir the account owns already,
+ * a worker without CAP_DAC_OVERRIDE) is made by the account itself.
+ * id NULL or not switching: as wrk_path_check_site(). The failed call's
+ * error is in e's message.
+ */
+enum rc wrk_path_check_as(const char *path, const char *const *roots, size_t nroots,
+                          const char *const *site_roots, size_t nsite, int create,
+                          const struct wrk_ident *id, char *out, size_t out_size,
+                          struct err *e) TY_WUR;
 
 /* wrk_path_check_site() without site roots. */
 enum rc wrk_path_check(const char *path, const char *const *roots, size_t nroots, int create,

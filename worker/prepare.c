@@ -51,8 +51,9 @@ static int port_free(int port)
  * the job's site roots. On refusal reason says which path and why
  * ("policy violation: ..."; the server records it as such).
  */
-static enum rc check_paths(struct wrk_agent *a, const struct wrk_assignment *as, char *work,
-                           char *ckpt, char *reason, size_t reason_size)
+static enum rc check_paths(struct wrk_agent *a, const struct wrk_assignment *as,
+                           const struct wrk_ident *id, char *work, char *ckpt, char *reason,
+                           size_t reason_size)
 {
     const char *const *site = (const char *const *)as->site_roots;
     char tmp[PATH_MAX], dsfield[32];
@@ -61,17 +62,18 @@ static enum rc check_paths(struct wrk_agent *a, const struct wrk_assignment *as,
     enum rc rc;
 
     err_init(&e);
-    rc = wrk_path_check_site(as->work_dir, a->roots, a->nroots, site, as->nsite_roots, 1, work,
-                             PATH_MAX, &e);
+    /* The directories the ranks write are made by their account. */
+    rc = wrk_path_check_as(as->work_dir, a->roots, a->nroots, site, as->nsite_roots, 1, id, work,
+                           PATH_MAX, &e);
     if (rc == RC_OK && as->output_dir != NULL) {
         field = "output_dir";
-        rc = wrk_path_check_site(as->output_dir, a->roots, a->nroots, site, as->nsite_roots, 1, tmp,
-                                 sizeof(tmp), &e);
+        rc = wrk_path_check_as(as->output_dir, a->roots, a->nroots, site, as->nsite_roots, 1, id,
+                               tmp, sizeof(tmp), &e);
     }
     if (rc == RC_OK) {
         field = "checkpoint_dir";
-        rc = wrk_path_check_site(as->checkpoint_dir, a->roots, a->nroots, site, as->nsite_roots, 1,
-                                 ckpt, PATH_MAX, &e);
+        rc = wrk_path_check_as(as->checkpoint_dir, a->roots, a->nroots, site, as->nsite_roots, 1,
+                               id, ckpt, PATH_MAX, &e);
     }
     if (rc == RC_OK && as->resume_from[0] != '\0') {
         field = "resume_from";
@@ -118,13 +120,66 @@ static int refuse_missing_script(struct wrk_agent *a, const struct wrk_assignmen
 }
 
 /*
+ * The account as's ranks run as: the one the assignment names when this
+ * node's --job-users (or --job-user) allows it, else the worker's
+ * --job-user. 1 with *id, 0 when as was refused.
+ */
+static int job_ident(struct wrk_agent *a, const struct wrk_assignment *as, struct wrk_ident *id)
+{
+    const struct wrk_config *cfg = a->cfg;
+    const struct wrk_ident *dflt = cfg->job_ident;
+    char reason[300];
+    struct err e;
+
+    err_init(&e);
+    if (as->unix_account == NULL ||
+        (dflt->switch_ids && strcmp(as->unix_account, dflt->name) == 0)) {
+        *id = *dflt;
+        return 1;
+    }
+    if (!dflt->switch_ids)
+        snprintf(reason, sizeof(reason),
+                 "the job must run as %s but this node runs ranks as the worker itself "
+                 "(--job-user self)",
+                 as->unix_account);
+    else if (!wrk_ident_listed(as->unix_account,
+                               (const char(*)[WRK_IDENT_NAME_MAX + 1]) cfg->job_users,
+                               cfg->njob_users))
+        snprintf(reason, sizeof(reason),
+                 "the job must run as %s, which this node does not allow (--job-users)",
+                 as->unix_account);
+    else if (wrk_ident_resolve(as->unix_account, id, &e) != RC_OK)
+        snprintf(reason, sizeof(reason), "the job must run as %s: %s", as->unix_account, e.message);
+    else
+        return 1;
+    LOG_WARN("agent", "job account refused", "attempt_id=%s account=%s", as->attempt_id,
+             as->unix_account);
+    wrk_refuse(a->shipper, as->attempt_id, as, RSN_PREPARE_FAILED, wrk_refuse_detail(reason),
+               reason);
+    return 0;
+}
+
+struct ds_write {
+    const char *path, *tmp, *text;
+    size_t len;
+};
+
+/* ds_config.json into the run dir, which belongs to the ranks' account. */
+static int ds_write_fn(void *arg)
+{
+    const struct ds_write *w = arg;
+    return wrk_file_write_atomic_at(w->path, w->tmp, w->text, w->len, 0640);
+}
+
+/*
  * Everything checked before anything is built: 1 to go on, with work the
  * resolved working directory and ds_path the DeepSpeed config (written
  * when the launcher needs it); 0 when as was refused.
  */
-static int check_node(struct wrk_agent *a, const struct wrk_assignment *as, char *work,
-                      char *ds_path, size_t ds_size)
+static int check_node(struct wrk_agent *a, const struct wrk_assignment *as,
+                      const struct wrk_ident *id, char *work, char *ds_path, size_t ds_size)
 {
+    char ds_tmp[PATH_MAX + 48];
     char ckpt[PATH_MAX], reason[300];
     int isolated = a->cfg->isolate_network;
     enum rc rc;
@@ -141,7 +196,7 @@ static int check_node(struct wrk_agent *a, const struct wrk_assignment *as, char
                    json_pack("{s:i}", "port", as->master_port), reason);
         return 0;
     }
-    rc = check_paths(a, as, work, ckpt, reason, sizeof(reason));
+    rc = check_paths(a, as, id, work, ckpt, reason, sizeof(reason));
     if (rc == RC_EPOLICY) { /* the same paths are refused on every attempt */
         const char *prefix = "policy violation: ";
         size_t n = strlen(prefix);
@@ -158,9 +213,12 @@ static int check_node(struct wrk_agent *a, const struct wrk_assignment *as, char
     if (refuse_missing_script(a, as, work))
         return 0;
     snprintf(ds_path, ds_size, "%s/ds_config.json", work);
-    if ((as->launcher == WRK_LAUNCH_DEEPSPEED || as->ds_config != NULL) &&
-        wrk_file_write_atomic(ds_path, as->ds_config ? as->ds_config : wrk_default_ds_config(),
-                              0640) != RC_OK) {
+    snprintf(ds_tmp, sizeof(ds_tmp), "%s.tmp", ds_path);
+    if (as->launcher == WRK_LAUNCH_DEEPSPEED || as->ds_config != NULL) {
+        const char *text = as->ds_config ? as->ds_config : wrk_default_ds_config();
+        struct ds_write w = {ds_path, ds_tmp, text, strlen(text)};
+        if (wrk_ident_call(id, ds_write_fn, &w) == 0)
+            return 1;
         wrk_refuse(a->shipper, as->attempt_id, as, RSN_PREPARE_FAILED,
                    wrk_refuse_detail("cannot write ds_config.json"), "cannot write ds_config.json");
         return 0;
@@ -169,8 +227,8 @@ static int check_node(struct wrk_agent *a, const struct wrk_assignment *as, char
 }
 
 /* Fit as to its namespace and build its launch plan: 1 with *plan, 0 when refused. */
-static int build_plan(struct wrk_agent *a, struct wrk_assignment *as, const char *ds_path,
-                      struct wrk_plan **plan)
+static int build_plan(struct wrk_agent *a, struct wrk_assignment *as, const struct wrk_ident *id,
+                      const char *work, const char *ds_path, struct wrk_plan **plan)
 {
     int isolated = a->cfg->isolate_network;
     struct wrk_plan_opts o;
@@ -183,7 +241,8 @@ static int build_plan(struct wrk_agent *a, struct wrk_assignment *as, const char
     }
     memset(&o, 0, sizeof(o));
     o.path = getenv("PATH");
-    o.home = getenv("HOME");
+    /* The worker's HOME is not the job account's to write: its own, or the run dir. */
+    o.home = !id->switch_ids ? getenv("HOME") : id->home[0] ? id->home : work;
     o.lang = getenv("LANG");
     o.pythonpath = getenv("PYTHONPATH");
     o.hostname = isolated && as->nnodes == 1 ? "127.0.0.1" : a->addr;
@@ -202,7 +261,8 @@ static int build_plan(struct wrk_agent *a, struct wrk_assignment *as, const char
  * started, 0 when refused.
  */
 static int start_ranks(struct wrk_agent *a, const struct wrk_assignment *as, const json_t *networks,
-                       const char *work, const char *master, const struct wrk_plan *plan)
+                       const struct wrk_ident *id, const char *work, const char *master,
+                       const struct wrk_plan *plan)
 {
     char ns_path[WRK_ID_MAX + 32];
     int isolated = a->cfg->isolate_network;
@@ -226,8 +286,11 @@ static int start_ranks(struct wrk_agent *a, const struct wrk_assignment *as, con
     req.time_limit_s = as->time_limit_s;
     req.grace_s = as->grace_s;
     req.netns_path = isolated ? ns_path : NULL;
-    LOG_INFO("agent", "launching", "attempt_id=%s job_id=%s launcher=%s procs=%zu isolated=%d",
-             as->attempt_id, as->job_id, wrk_launcher_name(as->launcher), plan->nprocs, isolated);
+    req.ident = id;
+    LOG_INFO("agent", "launching",
+             "attempt_id=%s job_id=%s launcher=%s procs=%zu isolated=%d account=%s", as->attempt_id,
+             as->job_id, wrk_launcher_name(as->launcher), plan->nprocs, isolated,
+             id->switch_ids ? id->name : "self");
     if (wrk_launcher_start(a->launcher, &req, &e) != RC_OK) {
         int for_good = strcmp(e.code, WRK_CAUSE_EXEC_FAILED) == 0;
         const char *m = e.message[0] ? e.message : "cannot start the ranks";
@@ -246,17 +309,18 @@ int wrk_prepare_start(struct wrk_agent *a, struct wrk_assignment *as, const json
 {
     char work[PATH_MAX], ds_path[PATH_MAX + 32], master[256];
     struct wrk_plan *plan = NULL;
+    struct wrk_ident id;
     int started;
 
     if (wrk_launcher_has(a->launcher, as->attempt_id))
         return 0; /* delivered twice */
-    if (!check_node(a, as, work, ds_path, sizeof(ds_path)))
+    if (!job_ident(a, as, &id) || !check_node(a, as, &id, work, ds_path, sizeof(ds_path)))
         return 0;
     /* As sent: isolation may point this node's own ranks at loopback. */
     snprintf(master, sizeof(master), "%s", as->master_addr);
-    if (!build_plan(a, as, ds_path, &plan))
+    if (!build_plan(a, as, &id, work, ds_path, &plan))
         return 0;
-    started = start_ranks(a, as, networks, work, master, plan);
+    started = start_ranks(a, as, networks, &id, work, master, plan);
     wrk_plan_free(plan);
     return started;
 }

@@ -115,34 +115,43 @@ out:
     return rc;
 }
 
-enum rc wrk_file_write_atomic(const char *path, const char *text, mode_t mode)
+int wrk_file_write_atomic_at(const char *path, const char *tmp, const char *text, size_t len,
+                             mode_t mode)
 {
-    char tmp[PATH_MAX + 8];
-    size_t len = strlen(text), off = 0;
-    int fd;
+    size_t off = 0;
+    int fd, r;
 
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-        return RC_EINVAL;
     unlink(tmp);
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
-        return RC_EUNAVAIL;
+        return errno;
     while (off < len) {
         ssize_t w = write(fd, text + off, len - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
+            r = w < 0 ? errno : EIO;
             close(fd);
             unlink(tmp);
-            return RC_EUNAVAIL;
+            return r;
         }
         off += (size_t)w;
     }
     if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        r = errno;
         unlink(tmp);
-        return RC_EUNAVAIL;
+        return r;
     }
-    return RC_OK;
+    return 0;
+}
+
+enum rc wrk_file_write_atomic(const char *path, const char *text, mode_t mode)
+{
+    char tmp[PATH_MAX + 8];
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return RC_EINVAL;
+    return wrk_file_write_atomic_at(path, tmp, text, strlen(text), mode) == 0 ? RC_OK : RC_EUNAVAIL;
 }
 
 static int json_int_in(const json_t *o, const char *k, json_int_t lo, json_int_t hi, json_int_t *v)

@@ -68,6 +68,14 @@ enum rc wrk_state_load(const char *path, struct wrk_state **out) TY_WUR;
  */
 enum rc wrk_file_write_atomic(const char *path, const char *text, mode_t mode) TY_WUR;
 
+/*
+ * The same with the temporary name tmp given and text[0..len): no
+ * allocation and no formatting, so a forked child may call it (the ranks'
+ * account writes ds_config.json into its own run dir). 0 or an errno value.
+ */
+int wrk_file_write_atomic_at(const char *path, const char *tmp, const char *text, size_t len,
+                             mode_t mode);
+
 /* Start time of pid from /proc; RC_OK, RC_ENOTFOUND (no such process). */
 enum rc wrk_proc_starttime(pid_t pid, uint64_t *out) TY_WUR;
 

@@ -17,6 +17,7 @@
 #include "db_auth.h"
 #include "db_users.h"
 #include "notify.h"
+#include "unixname.h"
 
 /* [a-z0-9][a-z0-9._-]* of at most 64 bytes: safe in URLs, logs and audit targets. */
 static int valid_slug(const char *s, int allow_dot)
@@ -43,6 +44,37 @@ static enum rc opt_role(struct srv_req *req, const char **role)
         return RC_EINVAL;
     }
     return rc;
+}
+
+/*
+ * "unix_account" of a user or team update: the Unix account the ranks of
+ * their jobs run as (common/unixname.h), or null / "" to clear it. Root is
+ * refused here too; each node still checks the name against its own
+ * --job-users. *present 0 when the body does not have it; *account NULL
+ * clears.
+ */
+static enum rc opt_unix_account(struct srv_req *req, int *present, const char **account)
+{
+    json_t *v = json_object_get(req->body, "unix_account");
+    const char *s;
+
+    *present = v != NULL;
+    *account = NULL;
+    if (v == NULL || json_is_null(v))
+        return RC_OK;
+    s = json_string_value(v);
+    if (s != NULL && s[0] == '\0')
+        return RC_OK;
+    if (s == NULL || !unixname_valid(s) || strcmp(s, "root") == 0 || strcmp(s, "self") == 0) {
+        srv_fail(req, RC_EINVAL, "unix_account",
+                 "unix_account must be a Unix account name other than root: [a-z_][a-z0-9_-]*, "
+                 "at most 32 characters, or null to clear it");
+        if (s != NULL)
+            err_detail(&req->err, "got \"%.40s\"", s);
+        return RC_EINVAL;
+    }
+    *account = s;
+    return RC_OK;
 }
 
 /* Audit a change of the user or team in row, named by its name (the row's key member). */
@@ -139,11 +171,12 @@ enum rc api_user_get(struct srv_req *req)
 
 enum rc api_user_update(struct srv_req *req)
 {
-    static const char *const allowed[] = {"display_name", "role", "password", "disabled", NULL};
-    const char *display, *role, *password;
+    static const char *const allowed[] = {"display_name", "role",         "password",
+                                          "disabled",     "unix_account", NULL};
+    const char *display, *role, *password, *account;
     char pwhash[CRYPTO_PWHASH_MAX];
     json_t *jdis, *row = NULL, *d;
-    int disabled = -1;
+    int disabled = -1, has_account;
     int64_t id;
     enum rc rc;
 
@@ -151,7 +184,8 @@ enum rc api_user_update(struct srv_req *req)
         (rc = api_body_object(req, allowed)) != RC_OK ||
         (rc = api_opt_string(req, "display_name", 0, 128, &display)) != RC_OK ||
         (rc = opt_role(req, &role)) != RC_OK ||
-        (rc = api_opt_string(req, "password", 12, 1024, &password)) != RC_OK)
+        (rc = api_opt_string(req, "password", 12, 1024, &password)) != RC_OK ||
+        (rc = opt_unix_account(req, &has_account, &account)) != RC_OK)
         return rc;
     jdis = json_object_get(req->body, "disabled");
     if (jdis != NULL && !json_is_boolean(jdis))
@@ -167,6 +201,11 @@ enum rc api_user_update(struct srv_req *req)
         return rc;
     rc = db_user_update(req->db, id, display, role, password ? pwhash : NULL, disabled, &row,
                         req->req_id);
+    if (rc == RC_OK && has_account) {
+        json_decref(row);
+        row = NULL;
+        rc = db_user_set_unix_account(req->db, id, account, &row, req->req_id);
+    }
     if (rc == RC_OK && (disabled == 1 || password != NULL || role != NULL))
         rc = db_user_drop_sessions(req->db, id, req->req_id);
     if (rc == RC_OK) {
@@ -179,6 +218,8 @@ enum rc api_user_update(struct srv_req *req)
             json_object_set_new(d, "password_changed", json_true());
         if (disabled >= 0)
             json_object_set_new(d, "disabled", json_boolean(disabled));
+        if (has_account)
+            json_object_set_new(d, "unix_account", account ? json_string(account) : json_null());
         rc = audit_named(req, "user.update", AUDIT_TARGET_USER, row, "username", d);
         json_decref(d);
     }
@@ -298,19 +339,27 @@ enum rc api_team_get(struct srv_req *req)
 
 enum rc api_team_update(struct srv_req *req)
 {
-    static const char *const allowed[] = {"gpu_quota", "priority_weight", NULL};
+    static const char *const allowed[] = {"gpu_quota", "priority_weight", "unix_account", NULL};
     int64_t id, quota;
     double weight;
     json_t *row = NULL;
+    const char *account;
+    int has_account;
     enum rc rc;
 
     if ((rc = api_param_id(req, 0, &id, "team")) != RC_OK ||
         (rc = api_body_object(req, allowed)) != RC_OK ||
-        (rc = team_fields(req, &quota, &weight)) != RC_OK)
+        (rc = team_fields(req, &quota, &weight)) != RC_OK ||
+        (rc = opt_unix_account(req, &has_account, &account)) != RC_OK)
         return rc;
     if ((rc = api_begin(req)) != RC_OK)
         return rc;
     rc = db_team_update(req->db, id, quota, weight, &row, req->req_id);
+    if (rc == RC_OK && has_account) {
+        json_decref(row);
+        row = NULL;
+        rc = db_team_set_unix_account(req->db, id, account, &row, req->req_id);
+    }
     if (rc == RC_OK)
         rc = notify_send(req->app, req->db, NULL, 0, 1, req->req_id);
     if (rc == RC_OK)

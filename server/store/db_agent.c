@@ -548,6 +548,14 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg,
         json_decref(a);
         a = NULL;
     }
+    /* The Unix account the ranks run as (column 19): the submitter's
+     * mapping, else the team's (022); absent: the node's --job-user. The
+     * node accepts it only if its own --job-users allows it. */
+    if (a != NULL && !PQgetisnull(r, i, 19) &&
+        json_object_set_new(a, "unix_account", json_string(PQgetvalue(r, i, 19))) != 0) {
+        json_decref(a);
+        a = NULL;
+    }
     /* The worker checks every path again with realpath, inside its own
      * --allowed-root dirs and inside these roots of the job's site; the
      * datasets are the local paths the submit check accepted. */
@@ -663,7 +671,9 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation, int 
                 "'node_rank', x.node_rank, 'name', n.name, 'addr', n.addr, 'gpus', "
                 "array_to_json(x.gpu_indices), 'interconnect', n.interconnect, 'nccl_probe', "
                 "n.nccl_probe) ORDER BY x.node_rank) FROM allocations x JOIN nodes n ON n.id = "
-                "x.node_id WHERE x.attempt_id = a.attempt_id), t.plan",
+                "x.node_id WHERE x.attempt_id = a.attempt_id), t.plan, (SELECT "
+                "coalesce(u.unix_account, tm.unix_account) FROM users u, teams tm WHERE "
+                "u.id = j.user_id AND tm.id = j.team_id)",
                 4, p);
     rc = db_result_rc(r, req_id);
     for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {

@@ -8,8 +8,8 @@
 
 #include "db.h"
 
-#define USER_COLS "id, username, display_name, role, disabled, created_at"
-#define TEAM_COLS "id, name, gpu_quota, priority_weight, created_at"
+#define USER_COLS "id, username, display_name, role, disabled, created_at, unix_account"
+#define TEAM_COLS "id, name, gpu_quota, priority_weight, created_at, unix_account"
 
 enum rc db_user_create(PGconn *c, const char *username, const char *display_name, const char *role,
                        const char *pwhash, json_t **out, const char *req_id)
@@ -93,6 +93,31 @@ enum rc db_team_update(PGconn *c, int64_t id, int64_t quota, double weight, json
                          "priority_weight = coalesce($3::double precision, priority_weight) "
                          "WHERE id = $1 RETURNING " TEAM_COLS,
                          3, p, 1, out, req_id);
+}
+
+/* One UPDATE ... SET unix_account = $2 WHERE id = $1 RETURNING the row (sql). */
+static enum rc set_unix_account(PGconn *c, const char *sql, int64_t id, const char *account,
+                                json_t **out, const char *req_id)
+{
+    char ids[24];
+    const char *p[] = {db_i64(id, ids, sizeof(ids)), account};
+    return db_query_json(c, sql, 2, p, 1, out, req_id);
+}
+
+enum rc db_user_set_unix_account(PGconn *c, int64_t id, const char *account, json_t **out,
+                                 const char *req_id)
+{
+    return set_unix_account(c,
+                            "UPDATE users SET unix_account = $2 WHERE id = $1 RETURNING " USER_COLS,
+                            id, account, out, req_id);
+}
+
+enum rc db_team_set_unix_account(PGconn *c, int64_t id, const char *account, json_t **out,
+                                 const char *req_id)
+{
+    return set_unix_account(c,
+                            "UPDATE teams SET unix_account = $2 WHERE id = $1 RETURNING " TEAM_COLS,
+                            id, account, out, req_id);
 }
 
 enum rc db_team_get(PGconn *c, int64_t id, json_t **out, const char *req_id)

@@ -37,6 +37,17 @@ enum rc db_user_drop_sessions(PGconn *c, int64_t id, const char *req_id) TY_WUR;
 enum rc db_user_drop_other_sessions(PGconn *c, int64_t id, const char *keep,
                                     const char *req_id) TY_WUR;
 
+/*
+ * Map a user or a team to the Unix account its jobs' ranks run as
+ * (account borrowed, already checked; NULL clears the mapping). *out is
+ * the updated row. RC_ENOTFOUND when there is no such user or team. In the
+ * caller's transaction.
+ */
+enum rc db_user_set_unix_account(PGconn *c, int64_t id, const char *account, json_t **out,
+                                 const char *req_id) TY_WUR;
+enum rc db_team_set_unix_account(PGconn *c, int64_t id, const char *account, json_t **out,
+                                 const char *req_id) TY_WUR;
+
 enum rc db_team_create(PGconn *c, const char *name, int64_t quota, double weight, json_t **out,
                        const char *req_id) TY_WUR;
 /* quota < 0 or weight <= 0 leave the value unchanged. */

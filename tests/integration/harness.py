@@ -37,6 +37,43 @@ WORKER_BIN = os.path.join(BUILD, "worker", "trainyard-worker")
 CLI_BIN = os.path.join(BUILD, "cli", "trainyard")
 
 
+# The account a worker started as root runs ranks as (worker/ident.h). The
+# tests run as root, like a packaged worker's postinst they make it; a
+# worker started by another user is given --job-user self (Worker below).
+JOB_USER = "trainyard-job"
+
+
+def ensure_job_user(name=JOB_USER):
+    """Create the system account name when running as root and it is missing;
+    returns its uid (None when not root)."""
+    import pwd
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        pass
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                    name], check=False, capture_output=True)
+    return pwd.getpwnam(name).pw_uid
+
+
+_mkdtemp = tempfile.mkdtemp
+
+
+def _mkdtemp_reachable(*args, **kwargs):
+    """tempfile.mkdtemp, but 0755 when running as root: the tests hand
+    their temporary dirs to jobs (storage roots, scripts, gate files), and
+    the ranks run as JOB_USER, which a 0700 dir of root's would shut out,
+    as a site's storage must let its job accounts in."""
+    d = _mkdtemp(*args, **kwargs)
+    if os.geteuid() == 0:
+        os.chmod(d, 0o755)
+    return d
+
+
+tempfile.mkdtemp = _mkdtemp_reachable
+
 # Every process a test starts, so that none outlives a test that failed half
 # way (a failing setUpClass skips tearDownClass).
 _children = []
@@ -483,6 +520,8 @@ class Worker(Process):
         self.start()
 
     def start(self):
+        if ensure_job_user() is None and not any(a.startswith("--job-user") for a in self.extra):
+            self.extra.append("--job-user=self")  # cannot switch ids: a developer's run
         cmd = [WORKER_BIN, "--server", self.server_url,
                "--name", self.name, "--fake-gpus", str(self.gpus), "--work-dir", self.work_dir,
                "--addr", "127.0.0.1", "--heartbeat-ms", "500", "--grace-s", "5"] + self.extra

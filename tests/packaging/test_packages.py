@@ -3,8 +3,10 @@ installed with dpkg -i on this machine, then purged.
 
 - make a release build of this tree (its own build directory) and the four
   packages; each has the files, modes and dependencies it should
-- dpkg -i installs them; the system users exist (the worker's in the GPU
-  groups that exist here); the conffiles are registered
+- dpkg -i installs them; the system users exist (the worker's and the
+  ranks' trainyard-job in the GPU groups that exist here, the worker's
+  state dir 0700); the conffiles are registered; the worker's unit holds
+  only the capabilities that running ranks as trainyard-job takes
 - systemd-analyze verify accepts both installed units, and
   systemd-analyze security rates the server's unit at most "MEDIUM"
 - the installed binaries run: trainyard-server with the installed
@@ -136,15 +138,30 @@ class PackagesTest(unittest.TestCase):
             except KeyError:
                 continue
             self.assertIn("trainyard-worker", members)
+        # The ranks' account: a system user without login, never the worker.
+        job = pwd.getpwnam("trainyard-job")
+        self.assertLess(job.pw_uid, 1000)
+        self.assertNotEqual(job.pw_uid, wrk.pw_uid)
+        self.assertEqual(job.pw_shell, "/usr/sbin/nologin")
+        self.assertFalse(os.path.isdir(job.pw_dir), job.pw_dir)
         st = os.stat("/var/lib/trainyard-worker")
         self.assertEqual(st.st_uid, wrk.pw_uid)
-        self.assertEqual(st.st_mode & 0o777, 0o750)
+        self.assertEqual(st.st_mode & 0o777, 0o700)  # holds the node credential
 
     def test_units_verify(self):
         for unit in ("trainyard-server.service", "trainyard-worker.service"):
             p = run("systemd-analyze", "verify", "/lib/systemd/system/" + unit, check=False)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(p.stderr.strip(), "", p.stderr)
+        # The worker holds exactly the capabilities that switching the
+        # ranks to the job account takes, none that writes as anyone.
+        with open("/lib/systemd/system/trainyard-worker.service") as f:
+            unit = f.read()
+        caps = "CAP_SETUID CAP_SETGID CAP_KILL CAP_CHOWN CAP_DAC_READ_SEARCH"
+        self.assertIn("\nCapabilityBoundingSet=%s\n" % caps, unit)
+        self.assertIn("\nAmbientCapabilities=%s\n" % caps, unit)
+        self.assertIn("\nNoNewPrivileges=yes\n", unit)
+        self.assertNotIn("CAP_DAC_OVERRIDE", unit)
         p = run("systemd-analyze", "security", "--offline=true",
                 "/lib/systemd/system/trainyard-server.service", check=False)
         last = (p.stdout.strip().splitlines() or [""])[-1]
@@ -250,7 +267,7 @@ class PackagesTest(unittest.TestCase):
                      "/usr/share/trainyard", "/lib/systemd/system/trainyard-server.service",
                      "/etc/trainyard/server.conf", "/var/lib/trainyard-worker"):
             self.assertFalse(os.path.exists(path), path)
-        for user in ("trainyard", "trainyard-worker"):
+        for user in ("trainyard", "trainyard-worker", "trainyard-job"):
             with self.assertRaises(KeyError):
                 pwd.getpwnam(user)
 

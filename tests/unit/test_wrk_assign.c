@@ -321,6 +321,41 @@ static void test_invalid(void **state)
     }
 }
 
+/* "unix_account": optional; a valid account name, never "self" or anything else. */
+static void test_unix_account(void **state)
+{
+    static const char *bad[] = {",\"unix_account\":\"Alice\"", ",\"unix_account\":\"\"",
+                                ",\"unix_account\":\"self\"", ",\"unix_account\":\"a/b\"",
+                                ",\"unix_account\":5"};
+    struct wrk_assignment *a;
+    char buf[4096];
+
+    (void)state;
+    a = parse_ok("native", "");
+    assert_null(a->unix_account);
+    wrk_assignment_free(a);
+    a = parse_ok("native", ",\"unix_account\":\"ml-team\"");
+    assert_string_equal(a->unix_account, "ml-team");
+    wrk_assignment_free(a);
+    a = parse_ok("native", ",\"unix_account\":null");
+    assert_null(a->unix_account);
+    wrk_assignment_free(a);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_error_t je;
+        json_t *o;
+        struct err e;
+        a = NULL;
+        err_init(&e);
+        snprintf(buf, sizeof(buf), BASE, "native", bad[i]);
+        o = json_loads(buf, 0, &je);
+        assert_non_null(o);
+        assert_int_equal(wrk_assignment_parse(o, &a, NULL, &e), RC_EINVAL);
+        assert_string_equal(e.field, "unix_account");
+        assert_null(a);
+        json_decref(o);
+    }
+}
+
 /* The advisor's plan_env (server/jobs/jobplan.h): TRAINYARD_* names for every rank, the
  * protocol's own variables still win; a DeepSpeed plan's config under the
  * native launcher gets TRAINYARD_DS_CONFIG. */
@@ -376,15 +411,11 @@ static void test_ids(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_native),
-        cmocka_unit_test(test_user_env_beats_nccl_env),
-        cmocka_unit_test(test_plan_env),
-        cmocka_unit_test(test_torchrun),
-        cmocka_unit_test(test_deepspeed),
-        cmocka_unit_test(test_horovod),
-        cmocka_unit_test(test_invalid),
-        cmocka_unit_test(test_ids),
-        cmocka_unit_test(test_data_and_output_env),
+        cmocka_unit_test(test_native),    cmocka_unit_test(test_user_env_beats_nccl_env),
+        cmocka_unit_test(test_plan_env),  cmocka_unit_test(test_torchrun),
+        cmocka_unit_test(test_deepspeed), cmocka_unit_test(test_horovod),
+        cmocka_unit_test(test_invalid),   cmocka_unit_test(test_unix_account),
+        cmocka_unit_test(test_ids),       cmocka_unit_test(test_data_and_output_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

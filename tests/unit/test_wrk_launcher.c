@@ -129,7 +129,7 @@ static void start(struct wrk_launcher *l, const char *id, size_t n, const char *
                   int64_t limit_s, int grace_s)
 {
     struct wrk_plan *p = sh_plan(n, scripts);
-    struct wrk_launch_req req = {id, "7", 0, "/tmp", p, limit_s, grace_s, NULL};
+    struct wrk_launch_req req = {id, "7", 0, "/tmp", p, limit_s, grace_s, NULL, NULL};
     struct err e;
     err_init(&e);
     assert_int_equal(wrk_launcher_start(l, &req, &e), RC_OK);
@@ -254,7 +254,7 @@ static void test_torchrun_tee(void **state)
         " echo '[trainyard2]:TRAINYARD_METRIC {\"step\":1}'; echo '[trainyard1]:again';"
         " echo '[trainyard3]:no such rank'; echo '[trainyard1]x'; echo '[trainyard1]:err' >&2"};
     struct wrk_plan *p = sh_plan(1, s);
-    struct wrk_launch_req req = {"t1", "7", 1, "/tmp", p, 0, 5, NULL};
+    struct wrk_launch_req req = {"t1", "7", 1, "/tmp", p, 0, 5, NULL, NULL};
     struct err e;
 
     free(p->report_ranks);
@@ -430,7 +430,7 @@ static void test_spawn_failure(void **state)
 {
     struct wrk_launcher *l = *state;
     struct wrk_plan *p = sh_plan(1, (const char *const[]){"true"});
-    struct wrk_launch_req req = {"a5", "7", 0, "/nonexistent-dir", p, 0, 1, NULL};
+    struct wrk_launch_req req = {"a5", "7", 0, "/nonexistent-dir", p, 0, 1, NULL, NULL};
     struct err e;
     err_init(&e);
     assert_int_equal(wrk_launcher_start(l, &req, &e), RC_EUNAVAIL);
@@ -447,7 +447,7 @@ static void test_exec_failure(void **state)
 {
     struct wrk_launcher *l = *state;
     struct wrk_plan *p = sh_plan(2, (const char *const[]){"true", "true"});
-    struct wrk_launch_req req = {"a6", "7", 0, "/tmp", p, 0, 1, NULL};
+    struct wrk_launch_req req = {"a6", "7", 0, "/tmp", p, 0, 1, NULL, NULL};
     struct err e;
 
     /* the second rank cannot start: the first is stopped again */
@@ -481,6 +481,55 @@ static void test_exec_failure(void **state)
     wrk_plan_free(p);
 }
 
+/*
+ * As root, a rank runs as the job account: its uid and gid, no capability,
+ * no descriptor of the worker but 0-2; a cwd that account cannot enter
+ * fails as a chdir, not as an exec. Unprivileged: skipped (root-only
+ * path; tests/integration/test_job_identity.py covers it end to end).
+ */
+static void test_job_identity(void **state)
+{
+    struct wrk_launcher *l = *state;
+    static const char *const s[] = {"echo u=$(id -u) g=$(id -g); grep CapEff /proc/self/status | "
+                                    "tr -d '\\t'; ls /proc/self/fd | wc -l"};
+    struct wrk_plan *p = sh_plan(1, s);
+    struct wrk_launch_req req = {"i1", "7", 0, "/", p, 0, 1, NULL, NULL};
+    struct wrk_ident id;
+    char want[64], dir[] = "/tmp/ty-launch-ident-XXXXXX";
+    struct err e;
+    int spare;
+
+    if (geteuid() != 0) {
+        printf("SKIP: test_job_identity needs root\n");
+        wrk_plan_free(p);
+        skip();
+    }
+    err_init(&e);
+    assert_int_equal(wrk_ident_resolve("nobody", &id, &e), RC_OK);
+    req.ident = &id;
+    spare = open("/dev/null", O_RDONLY); /* not close-on-exec: must not reach the rank */
+    assert_true(spare > 2);
+    assert_int_equal(wrk_launcher_start(l, &req, &e), RC_OK);
+    assert_true(wait_exit(1, 5000));
+    close(spare);
+    snprintf(want, sizeof(want), "u=%d g=%d\n", (int)id.uid, (int)id.gid);
+    assert_int_equal(find_line(want, 0, 0), 0);
+    assert_true(find_line("CapEff:0000000000000000\n", 0, 0) >= 0);
+    /* 0, 1, 2 and the descriptor ls opens to read the directory */
+    assert_true(find_line("4\n", 0, 0) >= 0);
+    assert_int_equal(R.exit.ranks[0].exit_code, 0);
+
+    assert_non_null(mkdtemp(dir)); /* 0700 root's: nobody cannot enter it */
+    req.attempt_id = "i2";
+    req.cwd = dir;
+    err_init(&e);
+    assert_int_equal(wrk_launcher_start(l, &req, &e), RC_EUNAVAIL);
+    assert_string_equal(e.code, "");
+    assert_non_null(strstr(e.message, "working directory as nobody"));
+    rmdir(dir);
+    wrk_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +542,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_adopt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_identity, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
