@@ -524,11 +524,19 @@ class CliFollowRestartTest(ServerTest):
         env = {k: v for k, v in os.environ.items() if not k.startswith("LC_")}
         env.update(LANG="C.UTF-8", HOME=tmp, TRAINYARD_URL=self.server.url,
                    TRAINYARD_TOKEN=self.token)
+        # Unbuffered, and the first line read a byte at a time: communicate()
+        # reads the pipe itself, so lines a buffered readline() had taken
+        # with the first would be lost to it.
         p = subprocess.Popen([CLI_BIN, "logs", "-f", job["id"]], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+                             stderr=subprocess.PIPE, bufsize=0, env=env)
         try:
-            first = p.stdout.readline()
-            if first != "[0] before\n":
+            first = b""
+            while not first.endswith(b"\n"):
+                c = os.read(p.stdout.fileno(), 1)
+                if not c:
+                    break
+                first += c
+            if first != b"[0] before\n":
                 p.kill()
                 self.fail("logs -f: %r, stderr %r" % (first, p.communicate()[1]))
             # The same server again, on the same port and database.
@@ -541,7 +549,7 @@ class CliFollowRestartTest(ServerTest):
             finally:
                 harness.free_port = real
             open(gate, "w").close()
-            out, err = p.communicate(timeout=120)
+            out, err = (b.decode() for b in p.communicate(timeout=120))
         finally:
             if p.poll() is None:
                 p.kill()
