@@ -52,7 +52,8 @@ class PreemptionTest(ServerTest):
         return self.admin.get("/api/v1/jobs/" + job_id)[1]
 
     def test_owner_takes_back_borrowed_gpus(self):
-        wait_for(lambda: "policy=%s\n" % self.expect_policy in self.server.log_text(),
+        wait_for(lambda: "this replica leads scheduling\" policy=%s " % self.expect_policy
+                 in self.server.log_text(),
                  timeout=30, what="the server to lead under %s" % self.expect_policy)
         self.make_team("borrower", quota=0)
         self.make_team("owner", quota=2)
