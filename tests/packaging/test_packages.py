@@ -15,7 +15,9 @@ installed with dpkg -i on this machine, then purged.
   installed trainyard-worker joins it and trains the ddp-mlp-demo template
   with the installed examples to SUCCEEDED, and the installed CLI lists the
   templates
-- dpkg --purge removes the files, the worker's state and the users
+- dpkg --purge removes the files, the worker's state and the users (the
+  ranks' trainyard-job only when the package made it: one that was there
+  before, e.g. made by `make run` or the integration harness, stays)
 
 Needs root (dpkg). Refuses to run when trainyard packages that this test did
 not install are on the machine, instead of replacing them.
@@ -70,6 +72,12 @@ class PackagesTest(unittest.TestCase):
             raise AssertionError("trainyard packages are installed on this machine and this "
                                  "test did not install them; it will not replace them")
         purge_all()  # what an interrupted earlier run left
+        # The ranks' account may exist already (made by `make run`, the
+        # integration harness or the site); then the package keeps it.
+        try:
+            cls.job_account_before = pwd.getpwnam("trainyard-job").pw_gecos
+        except KeyError:
+            cls.job_account_before = None
         cls.build = os.path.join(harness.BUILD, "package-build")
         cls.out = tempfile.mkdtemp(prefix="ty-debs-")
         os.chmod(cls.out, 0o755)
@@ -267,9 +275,16 @@ class PackagesTest(unittest.TestCase):
                      "/usr/share/trainyard", "/lib/systemd/system/trainyard-server.service",
                      "/etc/trainyard/server.conf", "/var/lib/trainyard-worker"):
             self.assertFalse(os.path.exists(path), path)
-        for user in ("trainyard", "trainyard-worker", "trainyard-job"):
+        for user in ("trainyard", "trainyard-worker"):
             with self.assertRaises(KeyError):
                 pwd.getpwnam(user)
+        # The ranks' account goes only when the package made it; one that
+        # was there before stays, with what it was.
+        if self.job_account_before is None:
+            with self.assertRaises(KeyError):
+                pwd.getpwnam("trainyard-job")
+        else:
+            self.assertEqual(pwd.getpwnam("trainyard-job").pw_gecos, self.job_account_before)
 
 
 if __name__ == "__main__":
