@@ -459,7 +459,7 @@ export function render(main, ctx) {
     replace(body, h('h2', null, t('wizard.step_review')),
       h('div', { class: 'form-grid' }, fields.name, fields.team),
       h('dl', { class: 'kv review' },
-        row('wizard.r_template', st.tpl ? tr(st.tpl.name) : h('code', { class: 'wrap', id: 'wizard-argv' }, argvShown(s.command)), 'template'),
+        row(st.tpl ? 'wizard.r_template' : 'wizard.r_command', st.tpl ? tr(st.tpl.name) : h('code', { class: 'wrap', id: 'wizard-argv' }, argvShown(s.command)), 'template'),
         row('wizard.r_dataset', (st.dataset || t('wizard.no_dataset')) + (st.moreDatasets.length ? ' ' + t('wizard.more_datasets', { n: st.moreDatasets.length }) : ''), 'dataset'),
         row('wizard.r_gpus', t('wizard.n_gpus', { n: s.resources.gpus }) + (s.resources.gpus_per_node ? ' · ' + t('wizard.per_node', { n: s.resources.gpus_per_node }) : ''), 'gpus'),
         row('wizard.r_strategy', t('wizard.strategy_' + (s.strategy || 'none')) + (advice && advice.strategy && st.strategy === 'auto' ? ' → ' + t('wizard.strategy_' + advice.strategy) : ''), 'strategy'),
