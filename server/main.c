@@ -21,6 +21,7 @@
 #include "db_audit.h"
 #include "db_policy.h"
 #include "db_users.h"
+#include "gateway.h"
 #include "http.h"
 #include "jx.h"
 #include "log.h"
@@ -247,6 +248,10 @@ static enum rc prepare_state(struct srv_app *app)
     if (app->login_limit == NULL || app->addr_limit == NULL || app->waiters == NULL ||
         app->streams == NULL || app->auth_cache == NULL || app->page_cache == NULL)
         return RC_ENOMEM;
+    if ((rc = serve_gw_new(app, &app->gateway)) != RC_OK) {
+        LOG_ERROR("main", "cannot start the inference gateway", "rc=%s", rc_str(rc));
+        return rc;
+    }
     /* Tags this process's NOTIFY payloads so its listener skips them. */
     return crypto_random_token("", 9, app->replica_id, sizeof(app->replica_id));
 }
@@ -291,6 +296,8 @@ static void stop_all(struct srv_app *app, struct server_threads *t, struct srv_t
     if (app->waiters != NULL)
         waiters_stop(app->waiters);
     http_stop(app, 10000);
+    serve_gw_free(app->gateway); /* after http_stop: its requests have ended */
+    app->gateway = NULL;
     metrics_listener_stop(t->metrics);
     srv_tls_free(tls);
     waiters_free(app->waiters);
