@@ -83,6 +83,12 @@ enum rc api_webhook_list(struct srv_req *req);
 enum rc api_webhook_delete(struct srv_req *req);
 enum rc api_webhook_deliveries(struct srv_req *req);
 
+/* api_serve_keys.c: a deployment's gateway keys and usage (docs/serving.md) */
+enum rc api_serve_key_create(struct srv_req *req);
+enum rc api_serve_key_list(struct srv_req *req);
+enum rc api_serve_key_revoke(struct srv_req *req);
+enum rc api_serve_usage(struct srv_req *req);
+
 /* api_audit.c */
 /* api_policy.c */
 enum rc api_site_list(struct srv_req *req);

@@ -25,6 +25,7 @@ static const char *const numbered_kinds[] = {
     [AUDIT_TARGET_JOIN_TOKEN] = "join_token",
     [AUDIT_TARGET_WEBHOOK] = "webhook",
     [AUDIT_TARGET_EXPORT] = "export",
+    [AUDIT_TARGET_SERVE_KEY] = "serve_key",
 };
 
 #define NKINDS(t) (sizeof(t) / sizeof((t)[0]))
