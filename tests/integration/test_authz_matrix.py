@@ -31,7 +31,8 @@ TARGET_KEYS = {"user": ("users", "username"), "node": ("nodes", "name"),
                "team": ("teams", "name"), "site": ("sites", "name"),
                "dataset": ("datasets", "name"), "job": ("jobs", "id"),
                "token": ("api_tokens", "id"), "join_token": ("join_tokens", "id"),
-               "webhook": ("webhooks", "id"), "export": ("export_requests", "id")}
+               "webhook": ("webhooks", "id"), "export": ("export_requests", "id"),
+               "serve_key": ("serve_keys", "id")}
 
 
 def documented_targets():
@@ -114,6 +115,25 @@ class AuthzMatrixTest(ServerTest):
         st, hook, _ = clients["member"].post("/api/v1/webhooks", {"team": "alpha",
                                                                   "url": "http://127.0.0.1:9/h"})
         self.assertEqual(st, 201, hook)
+
+        # A deployment of team alpha for its gateway keys' routes, written as
+        # rows: its model and version through psql (the registry's API is
+        # not what this walk is about).
+        q = self.db.sql
+        site = q("SELECT min(id) FROM sites")[0][0]
+        model = q("INSERT INTO models (name, team_id, site_id, created_by) VALUES ('mx', %s, %s, "
+                  "'admin') RETURNING id" % (A, site))[0][0]
+        ver = q("INSERT INTO model_versions (model_id, version, site_id, source_kind, path, "
+                "serve_kind, serve_script, manifest, manifest_sha256, lineage_complete, "
+                "created_by) VALUES (%s, 1, %s, 'output', '/x', 'echo', 'serve_echo.py', '[]', "
+                "'%s', true, 'admin') RETURNING id" % (model, site, "0" * 64))[0][0]
+        q("INSERT INTO deployments (name, model_id, version_id, team_id, user_id, site_id, "
+          "gpus_per_replica, min_replicas, max_replicas, replicas, priority) VALUES ('mdep', %s, "
+          "%s, %s, %s, %s, 1, 0, 1, 0, 0)" % (model, ver, A, member_u["id"], site))
+
+        def fresh_serve_key(_caller):
+            st, k, _ = clients["member"].post("/api/v1/deployments/mdep/keys", {"name": "k"})
+            return "/api/v1/deployments/mdep/keys/" + k["id"], None
 
         # Exports: J is internal (approved at once), S secret (waits for an admin).
         st, sjob, _ = clients["member"].post("/api/v1/jobs", self.job_spec("alpha"))
@@ -199,6 +219,24 @@ class AuthzMatrixTest(ServerTest):
             ("POST", "/api/v1/auth/login", "/api/v1/auth/login",
              {"username": "ghost", "password": "not-a-password"}, [401, 401, 401, 401, 401]),
             ("POST", "/api/v1/auth/logout", "/api/v1/auth/logout", None, [401, 400, 400, 400, 400]),
+            ("GET", "/api/v1/deployments/{name}/keys", "/api/v1/deployments/mdep/keys", None,
+             [401, 200, 404, 404, 200]),
+            ("POST", "/api/v1/deployments/{name}/keys", "/api/v1/deployments/mdep/keys",
+             {"name": "m"}, [401, 201, 404, 404, 201]),
+            ("DELETE", "/api/v1/deployments/{name}/keys/{id}", fresh_serve_key, None,
+             [401, 200, 404, 404, 200]),
+            ("GET", "/api/v1/deployments/{name}/usage", "/api/v1/deployments/mdep/usage", None,
+             [401, 403, 403, 403, 200]),
+            # The gateway: its own keys only, so a user's token or session is
+            # no key (docs/serving.md); the OpenAI error shape.
+            ("POST", "/v1/chat/completions", "/v1/chat/completions", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("POST", "/v1/completions", "/v1/completions", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("POST", "/v1/embeddings", "/v1/embeddings", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("GET", "/v1/models", "/v1/models", None, [401, 401, 401, 401, 401]),
+            ("POST", "/v1/predict", "/v1/predict", {"model": "mdep"}, [401, 401, 401, 401, 401]),
             ("GET", "/api/v1/datasets", "/api/v1/datasets", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/datasets", "/api/v1/datasets",
              lambda: {"name": uniq(), "uri": ds_uri, "team": "alpha"}, [401, 201, 403, 403, 201]),
@@ -307,7 +345,10 @@ class AuthzMatrixTest(ServerTest):
                     failures.append("%s %s as %s: got %d, want %d (%s)" % (method, pattern, caller,
                                                                           st, want, resp))
                 # Refused sign-ins and joins are themselves audited; nothing else is.
-                if st in (401, 403) and pattern not in ("/api/v1/auth/login", "/api/v1/agent/join"):
+                if pattern.startswith("/v1/"):
+                    self.assertEqual(resp["error"]["code"], "invalid_api_key", resp)
+                elif st in (401, 403) and pattern not in ("/api/v1/auth/login",
+                                                          "/api/v1/agent/join"):
                     self.assertEqual(resp["error"]["code"],
                                      "unauthenticated" if st == 401 else "permission_denied")
                     after = self.db.sql("SELECT count(*) FROM audit_events")[0][0]
