@@ -475,6 +475,11 @@ static struct xchg *xchg_new(struct srv_req *req, const char *route, enum gw_kin
     return x;
 }
 
+static PGconn *req_db(void *req)
+{
+    return srv_db(req);
+}
+
 /* The key check: RC_OK with x->key filled, or an answer is set (return it). */
 static int check_key(struct xchg *x, enum rc *out)
 {
@@ -489,7 +494,7 @@ static int check_key(struct xchg *x, enum rc *out)
                         "missing API key: send it as Authorization: Bearer <key>");
         return 0;
     }
-    rc = gw_limits_key(x->gw->limits, srv_db(req), auth + 7, &x->key, req->req_id);
+    rc = gw_limits_key(x->gw->limits, auth + 7, req_db, req, &x->key, req->req_id);
     if (rc == RC_OK && x->key.revoked) {
         memset(&x->key, 0, sizeof(x->key));
         *out = gw_error(x, 401, "invalid_api_key", "this API key was revoked");

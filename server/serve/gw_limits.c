@@ -54,9 +54,10 @@ struct gw_limits *gw_limits_new(void)
     return l;
 }
 
-enum rc gw_limits_key(struct gw_limits *l, PGconn *c, const char *secret, struct db_gw_key *out,
-                      const char *req_id)
+enum rc gw_limits_key(struct gw_limits *l, const char *secret, gw_limits_conn_fn conn, void *cls,
+                      struct db_gw_key *out, const char *req_id)
 {
+    PGconn *c;
     char hash[CRYPTO_SHA256_HEX_LEN + 1];
     struct key_slot *s;
     struct db_gw_key fresh;
@@ -74,7 +75,7 @@ enum rc gw_limits_key(struct gw_limits *l, PGconn *c, const char *secret, struct
         return rc;
     }
     pthread_mutex_unlock(&l->keys_lock);
-    if (c == NULL)
+    if ((c = conn(cls)) == NULL)
         return RC_EUNAVAIL;
     rc = db_gw_key_by_hash(c, hash, &fresh, req_id);
     if (rc != RC_OK && rc != RC_ENOTFOUND)

@@ -40,14 +40,18 @@ struct gw_limits;
 /* New, empty tables. NULL when out of memory. */
 struct gw_limits *gw_limits_new(void);
 
+/* Where a key's row is read on a cache miss: a connection the caller holds
+ * (or NULL when the database is unavailable). Called at most once. */
+typedef PGconn *(*gw_limits_conn_fn)(void *cls);
+
 /*
  * The key whose secret is secret (borrowed), from the cache or, past its
- * TTL, from c (a connection the caller holds; NULL when the database is
- * unavailable, then only the cache answers). RC_OK: *out filled (it may be
- * revoked: the caller decides). RC_ENOTFOUND: no such key. RC_EUNAVAIL and
- * other database errors: not cached.
+ * TTL, from the connection conn(cls) gives (so a hit costs no pooled
+ * connection). RC_OK: *out filled (it may be revoked: the caller decides).
+ * RC_ENOTFOUND: no such key. RC_EUNAVAIL and other database errors: not
+ * cached.
  */
-enum rc gw_limits_key(struct gw_limits *l, PGconn *c, const char *secret,
+enum rc gw_limits_key(struct gw_limits *l, const char *secret, gw_limits_conn_fn conn, void *cls,
                       struct db_gw_key *out /* out */, const char *req_id) TY_WUR;
 
 /* Take one request from the bucket of key (and addr for a public key).
