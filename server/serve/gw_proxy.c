@@ -5,6 +5,12 @@
  * thread owns every easy handle; a call's answer buffer is shared with its
  * request under the call's lock. A call whose request went away is aborted
  * by the progress callback (about once a second) or the next write.
+ *
+ * Flow control: a stream's reader drops what it relayed; when what is kept
+ * would pass GW_PROXY_MAX_BODY the write callback pauses the transfer (TCP
+ * then holds the replica back), and the reader, once it has taken half of
+ * it, queues the call for the thread to let it go on (only the thread that
+ * drives the multi handle may unpause it).
  */
 #include "gw_proxy.h"
 
@@ -29,13 +35,18 @@ struct gw_call {
     char *body;           /* owned; the request body */
     size_t len;
     int64_t key;            /* waiters key to notify */
-    struct gw_proxy *proxy; /* set when the thread starts it */
+    struct gw_proxy *proxy; /* set when submitted */
     CURL *easy;             /* the proxy thread's */
     struct curl_slist *hdrs;
-    struct gw_call *next; /* in the pending list */
-    /* answer, under lock */
+    struct gw_call *next;        /* in the pending list */
+    struct gw_call *resume_next; /* in the resume list, under the proxy's lock */
+    int queued_resume;           /* on the resume list (holds a reference) */
+    /* answer, under lock: buf holds bytes base..st.have of it (a stream's
+     * reader drops what it has relayed, gw_call_read) */
     struct gw_call_state st;
+    int paused; /* the transfer waits for the reader to take what is kept */
     char *buf;
+    size_t base;
     size_t cap;
 };
 
@@ -45,7 +56,8 @@ struct gw_proxy {
     CURLM *multi;
     pthread_mutex_t lock; /* guards pending and stopping */
     struct gw_call *pending;
-    atomic_int stopping; /* written under lock; read by the callbacks too */
+    struct gw_call *resumes; /* paused calls whose reader made room */
+    atomic_int stopping;     /* written under lock; read by the callbacks too */
     pthread_t thread;
     int started;
 };
@@ -75,11 +87,24 @@ struct gw_call *gw_call_new(const char *url, const char *token, const char *body
     return c;
 }
 
-void gw_call_release(struct gw_call *c)
+/* Ask the proxy thread to let c's paused transfer go on (it alone may). */
+static void want_cont(struct gw_call *c)
 {
-    if (c == NULL)
-        return;
-    atomic_store(&c->cancelled, 1);
+    struct gw_proxy *p = c->proxy;
+
+    pthread_mutex_lock(&p->lock);
+    if (!c->queued_resume) {
+        c->queued_resume = 1;
+        atomic_fetch_add(&c->refs, 1);
+        c->resume_next = p->resumes;
+        p->resumes = c;
+    }
+    pthread_mutex_unlock(&p->lock);
+    curl_multi_wakeup(p->multi);
+}
+
+static void call_unref(struct gw_call *c)
+{
     if (atomic_fetch_sub(&c->refs, 1) != 1)
         return;
     pthread_mutex_destroy(&c->lock);
@@ -92,6 +117,24 @@ void gw_call_release(struct gw_call *c)
     free(c);
 }
 
+void gw_call_release(struct gw_call *c)
+{
+    int paused;
+
+    if (c == NULL)
+        return;
+    atomic_store(&c->cancelled, 1);
+    pthread_mutex_lock(&c->lock);
+    paused = c->paused;
+    c->paused = 0;
+    pthread_mutex_unlock(&c->lock);
+    /* A paused transfer runs its callbacks again only once let go on: let
+     * it, so that it sees the cancel and ends. */
+    if (paused)
+        want_cont(c);
+    call_unref(c);
+}
+
 void gw_call_state(struct gw_call *c, struct gw_call_state *out)
 {
     pthread_mutex_lock(&c->lock);
@@ -102,19 +145,30 @@ void gw_call_state(struct gw_call *c, struct gw_call_state *out)
 size_t gw_call_read(struct gw_call *c, size_t pos, char *buf, size_t max)
 {
     size_t n = 0;
+    int cont;
 
     pthread_mutex_lock(&c->lock);
-    if (pos < c->st.have) {
+    if (pos >= c->base && pos < c->st.have) {
         n = c->st.have - pos < max ? c->st.have - pos : max;
-        memcpy(buf, c->buf + pos, n);
+        memcpy(buf, c->buf + (pos - c->base), n);
+        /* Relayed: no longer kept, so a long stream needs no more memory
+         * than what its client has not taken yet. */
+        memmove(c->buf, c->buf + (pos + n - c->base), c->st.have - (pos + n));
+        c->base = pos + n;
     }
+    /* Room again for what the replica sends: let the transfer go on. */
+    cont = c->paused && c->st.have - c->base < GW_PROXY_MAX_BODY / 2;
+    if (cont)
+        c->paused = 0;
     pthread_mutex_unlock(&c->lock);
+    if (cont)
+        want_cont(c);
     return n;
 }
 
 const char *gw_call_body(struct gw_call *c, size_t *len)
 {
-    *len = c->st.have;
+    *len = c->st.have - c->base;
     return c->buf ? c->buf : "";
 }
 
@@ -134,11 +188,19 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
         c->st.event_stream = ct != NULL && strncasecmp(ct, "text/event-stream", 17) == 0;
         c->st.first_byte_us = srv_mono_us();
     }
-    if (c->st.have + n + 1 > GW_PROXY_MAX_BODY) {
+    size_t kept = c->st.have - c->base;
+    if (kept > 0 && kept + n + 1 > GW_PROXY_MAX_BODY) {
+        /* The reader is behind: hold the replica back (libcurl hands
+         * these bytes again once the transfer goes on), not the memory. */
+        c->paused = 1;
+        pthread_mutex_unlock(&c->lock);
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    if (kept + n + 1 > GW_PROXY_MAX_BODY) {
         ok = 0;
-    } else if (c->st.have + n + 1 > c->cap) {
+    } else if (kept + n + 1 > c->cap) {
         size_t cap = c->cap ? c->cap : 4096;
-        while (cap < c->st.have + n + 1)
+        while (cap < kept + n + 1)
             cap *= 2;
         char *nb = realloc(c->buf, cap);
         if (nb == NULL) {
@@ -149,9 +211,9 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
         }
     }
     if (ok) {
-        memcpy(c->buf + c->st.have, data, n);
+        memcpy(c->buf + kept, data, n);
         c->st.have += n;
-        c->buf[c->st.have] = '\0';
+        c->buf[kept + n] = '\0';
     }
     pthread_mutex_unlock(&c->lock);
     /* A stream's request is woken for each piece, not only at the end. */
@@ -173,7 +235,6 @@ static void start_call(struct gw_proxy *p, struct gw_call *c)
 {
     struct curl_slist *h = NULL, *t;
 
-    c->proxy = p;
     c->easy = curl_easy_init();
     h = curl_slist_append(NULL, c->auth);
     if (h != NULL && (t = curl_slist_append(h, "Content-Type: application/json")) != NULL)
@@ -188,7 +249,8 @@ static void start_call(struct gw_proxy *p, struct gw_call *c)
         waiters_notify(p->waiters, c->key);
         curl_slist_free_all(h);
         curl_easy_cleanup(c->easy);
-        gw_call_release(c);
+        c->easy = NULL;
+        call_unref(c);
         return;
     }
     curl_easy_setopt(c->easy, CURLOPT_URL, c->url);
@@ -232,7 +294,7 @@ static void end_call(struct gw_proxy *p, CURL *easy, CURLcode res)
     curl_slist_free_all(c->hdrs);
     c->hdrs = NULL;
     waiters_notify(p->waiters, c->key);
-    gw_call_release(c);
+    call_unref(c);
 }
 
 static void *proxy_main(void *arg)
@@ -241,13 +303,17 @@ static void *proxy_main(void *arg)
     int running = 0, stop = 0;
 
     while (!stop || running > 0) {
-        struct gw_call *list;
+        struct gw_call *list, *resumes;
         CURLMsg *m;
         int left;
 
         pthread_mutex_lock(&p->lock);
         list = p->pending;
         p->pending = NULL;
+        resumes = p->resumes;
+        p->resumes = NULL;
+        for (struct gw_call *r = resumes; r != NULL; r = r->resume_next)
+            r->queued_resume = 0;
         stop = atomic_load(&p->stopping);
         pthread_mutex_unlock(&p->lock);
         while (list != NULL) {
@@ -256,6 +322,13 @@ static void *proxy_main(void *arg)
                 atomic_store(&list->cancelled, 1);
             start_call(p, list);
             list = next;
+        }
+        while (resumes != NULL) {
+            struct gw_call *next = resumes->resume_next;
+            if (resumes->easy != NULL)
+                curl_easy_pause(resumes->easy, CURLPAUSE_CONT);
+            call_unref(resumes);
+            resumes = next;
         }
         curl_multi_perform(p->multi, &running);
         while ((m = curl_multi_info_read(p->multi, &left)) != NULL)
@@ -301,6 +374,7 @@ enum rc gw_proxy_submit(struct gw_proxy *p, struct gw_call *c)
         return RC_EUNAVAIL;
     }
     atomic_fetch_add(&c->refs, 1);
+    c->proxy = p;
     c->next = p->pending;
     p->pending = c;
     pthread_mutex_unlock(&p->lock);
@@ -318,6 +392,11 @@ void gw_proxy_free(struct gw_proxy *p)
         pthread_mutex_unlock(&p->lock);
         curl_multi_wakeup(p->multi);
         pthread_join(p->thread, NULL);
+    }
+    while (p->resumes != NULL) { /* asked for after the thread's last turn */
+        struct gw_call *next = p->resumes->resume_next;
+        call_unref(p->resumes);
+        p->resumes = next;
     }
     if (p->multi != NULL)
         curl_multi_cleanup(p->multi);

@@ -62,12 +62,15 @@ struct gw_call_state {
 };
 void gw_call_state(struct gw_call *call, struct gw_call_state *out /* out */);
 
-/* Copy answer bytes from offset pos into buf (at most max); returns the
- * count (0 when none yet). */
+/* Copy answer bytes from offset pos into buf (at most max) and drop them
+ * and every byte before them (a stream's reader: what it relayed is not
+ * kept); returns the count (0 when none yet). A call read this way has no
+ * whole body any more. The bound GW_PROXY_MAX_BODY is on what is kept. */
 size_t gw_call_read(struct gw_call *call, size_t pos, char *buf, size_t max);
 
-/* The whole answer so far (borrowed; valid until the release, and only once
- * state says done, when nothing writes it any more). */
+/* The whole answer (borrowed; valid until the release, and only once state
+ * says done, when nothing writes it any more; for a call never read with
+ * gw_call_read). */
 const char *gw_call_body(struct gw_call *call, size_t *len /* out */);
 
 /* Drop the caller's reference; a call still running is cancelled. NULL is

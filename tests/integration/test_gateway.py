@@ -69,6 +69,8 @@ def start_echo(model_dir, manifest, port):
 class GatewayTest(harness.FakeNodeTest):
     @classmethod
     def setUpClass(cls):
+        if not os.path.exists(ECHO):
+            raise RuntimeError("%s is missing: the test needs the echo model server" % ECHO)
         # FakeNodeTest's set-up, with the metrics token.
         cls.root = tempfile.mkdtemp(prefix="ty-fake-node-")
         cls.server_args = ("--storage-root", cls.root, "--sched-interval-ms", "200",
@@ -285,6 +287,26 @@ class GatewayTest(harness.FakeNodeTest):
         self.assertEqual(rec["prompt_sha256"], sha(raw))
         self.assertEqual(rec["completion_tokens"], usage["completion_tokens"])
         self.assertGreater(rec["ttft_us"], 0)
+
+    def test_4b_long_stream(self):
+        # 120,000 characters, one chunk each, about 18 MB of events: more
+        # than the gateway keeps of an answer (16 MiB), relayed whole since
+        # what the client took is dropped and a replica ahead of its client
+        # is held back (paused), not cut off.
+        n = 120000
+        c, r, _ = self.read_sse(self.key, self.chat("y" * n, stream=True, max_tokens=n))
+        self.assertEqual(r.status, 200)
+        text, done = [], False
+        for line in r:
+            if line.startswith(b"data: {"):
+                for ch in json.loads(line[6:])["choices"]:
+                    text.append(ch["delta"].get("content") or "")
+            done = done or line.startswith(b"data: [DONE]")
+        c.close()
+        self.assertTrue(done)
+        self.assertEqual("".join(text), "y" * n)
+        rec = self.record(r.getheader("x-request-id"))
+        self.assertEqual((rec["status"], rec["completion_tokens"]), (200, n))
 
     def test_5_usage_and_limits(self):
         k = self.make_key("bot", "limited", rate_per_min=2)
