@@ -34,11 +34,7 @@ and device (a batched forward against single ones, bit for bit); where it
 does not hold (some GPU kernels choose their reduction order by batch
 size), every request runs alone and the log says so.
 
-By hand (an output directory of chat_gpt2.py):
-  MANIFEST=$(python3 -c '...')  # [{"path","size","sha256"}] of every file
-  TRAINYARD_SERVE_HOST=127.0.0.1 TRAINYARD_SERVE_PORT=8100 TRAINYARD_SERVE_TOKEN=t \\
-    TRAINYARD_MODEL_PATH=/tmp/out TRAINYARD_MODEL_MANIFEST="$MANIFEST" \\
-    python3 examples/serve_chat_gpt2.py
+By hand: examples/README.md, "Model servers".
 """
 import dataclasses
 import json

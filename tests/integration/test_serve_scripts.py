@@ -1,10 +1,12 @@
 """The model servers (examples/serve_*.py on trainyard_serve.py), started by hand.
 
-No platform and no database: the tiny chatbot is trained by hand on the CPU
-(examples/chat_gpt2.py, one rank, fortunes-zh pairs), its files are hashed
-into a manifest with hashlib, and each server is started with the env the
-worker gives a replica (docs/serving.md, "The model server"); the test reads
-its TRAINYARD_SERVING line and talks HTTP to it. What the tests prove:
+No platform and no database: the tiny chatbot (examples/chat_gpt2.py,
+fortunes-zh pairs with short answers) and the text classifier
+(review_textcls.py, fortunes-zh lines) are trained by hand on the CPU, one
+rank each; their files are hashed into a manifest with hashlib, and each
+server is started with the env the worker gives a replica (docs/serving.md,
+"The model server"); the test reads its TRAINYARD_SERVING line and talks
+HTTP to it. What the tests prove:
 
 - /health (503 never seen here: the line comes after loading; 200 with the
   kind and the manifest's digest as the registry computes it), 401 without
@@ -24,7 +26,10 @@ its TRAINYARD_SERVING line and talks HTTP to it. What the tests prove:
   the server exit 3 with its TRAINYARD_SERVE_ERROR line before it listens;
 - SIGTERM while a request waits in the batching window: it is answered in
   full and the server exits 0;
-- serve_echo.py: the same contract without torch.
+- serve_echo.py: the same contract without torch;
+- serve_classify.py (review_textcls.py trained beside the chatbot): labels
+  and every label's probability equal the classifier loaded by hand, from
+  the output directory and from a checkpoint, batched or not.
 """
 import hashlib
 import http.client
@@ -187,26 +192,49 @@ class ServeScriptsTest(unittest.TestCase):
         cls.tmp = cls.tmp_obj.name
         data = os.path.join(cls.tmp, "fortunes")
         out = subprocess.run([PY, os.path.join(EXAMPLES, "data", "fortunes_to_sets.py"), data,
-                              "--max-per-class", "300", "--max-pairs", "300"],
+                              "--max-per-class", "100", "--max-pairs", "300"],
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
+        # Pairs with short answers: a few steps teach the model to end its
+        # answers (<|endoftext|>), so answers end by "stop" as well as "length".
+        short = os.path.join(cls.tmp, "short.jsonl")
+        with open(os.path.join(data, "chat.jsonl"), encoding="utf-8") as f, \
+                open(short, "w", encoding="utf-8") as g:
+            g.writelines(line for line in f if len(json.loads(line)["answer"].encode()) <= 30)
         cls.out = os.path.join(cls.tmp, "chat-out")
         ck = os.path.join(cls.tmp, "ck")
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINYARD_")}
-        env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(harness.free_port()), "WORLD_SIZE": "1",
-                    "RANK": "0", "LOCAL_RANK": "0", "CUDA_VISIBLE_DEVICES": "", "TRAINYARD_CHECKPOINT_DIR": ck})
-        run = subprocess.run([PY, os.path.join(EXAMPLES, "chat_gpt2.py"), "--size", "tiny", "--steps", "16",
-                              "--batch", "8", "--checkpoint-every", "8", "--keep-checkpoints", "0",
-                              "--eval-every", "0", "--data", os.path.join(data, "chat.jsonl"),
-                              "--output", cls.out], capture_output=True, text=True, timeout=600, env=env)
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-        # The step-8 checkpoint: other weights than the output's (step 16).
-        cls.ckpt = os.path.join(ck, "step-8.pt")
+        env.update({"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "CUDA_VISIBLE_DEVICES": ""})
+        # The chatbot and the classifier train side by side.
+        runs = [cls.train(env, "chat_gpt2.py", ck, ["--steps", "24", "--batch", "8", "--checkpoint-every", "12",
+                                                    "--data", short, "--output", cls.out])]
+        cls.cls_out = os.path.join(cls.tmp, "textcls-out")
+        cls_ck = os.path.join(cls.tmp, "cls-ck")
+        runs.append(cls.train(env, "review_textcls.py", cls_ck,
+                              ["--steps", "10", "--batch", "16", "--checkpoint-every", "5",
+                               "--data", os.path.join(data, "textcls.tsv"), "--output", cls.cls_out]))
+        for proc, log in runs:
+            rc = proc.wait(600)
+            with open(log, encoding="utf-8", errors="replace") as f:
+                assert rc == 0, f.read()[-3000:]
+        cls.cls_ckpt = os.path.join(cls_ck, "step-5.pt")
+        # The step-12 checkpoint: other weights than the output's (step 24).
+        cls.ckpt = os.path.join(ck, "step-12.pt")
         assert os.path.isfile(cls.ckpt), os.listdir(ck)
         cls.expected = cls.by_hand_answers(os.path.join(cls.out, "model.pt"))
         cls.expected_ckpt = cls.by_hand_answers(cls.ckpt)
         cls.server = Served(cls.tmp, "serve_chat_gpt2.py", cls.out, "chat")
         cls.server.wait_serving()
+
+    @classmethod
+    def train(cls, env, script, ck, args):
+        """One rank of script, tiny, started by hand: (process, its log)."""
+        log = os.path.join(cls.tmp, script + ".log")
+        env = dict(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(harness.free_port()), TRAINYARD_CHECKPOINT_DIR=ck)
+        with open(log, "wb") as f:
+            proc = subprocess.Popen([PY, os.path.join(EXAMPLES, script), "--size", "tiny", "--eval-every", "0",
+                                     "--keep-checkpoints", "0"] + args, stdout=f, stderr=subprocess.STDOUT, env=env)
+        return proc, log
 
     @classmethod
     def by_hand_answers(cls, weights):
@@ -288,7 +316,8 @@ class ServeScriptsTest(unittest.TestCase):
             self.assertEqual(choice["finish_reason"], "length" if len(ids) == 64 else "stop")
             self.assertEqual(body["usage"], {"prompt_tokens": n_prompt, "completion_tokens": len(ids),
                                              "total_tokens": n_prompt + len(ids)})
-        self.assertTrue(any(self.expected[q][2] for q in QUESTIONS), "the model answers something")
+        lengths = [len(self.expected[q][1]) for q in QUESTIONS]
+        self.assertTrue(any(0 < n < 64 for n in lengths), "some answers end by <|endoftext|>: %s" % lengths)
 
     def test_completions_equal_generate(self):
         q = QUESTIONS[9]
@@ -424,7 +453,7 @@ class ServeScriptsTest(unittest.TestCase):
         ck = manifest_of(self.ckpt)
         ck[0]["sha256"] = "0" * 64
         self.refused("tampered-ckpt", self.ckpt, ck, "manifest_mismatch", reason="sha256")
-        outside = manifest_of(self.out) + [dict(manifest_of(self.ckpt)[0], path="../ck/step-8.pt")]
+        outside = manifest_of(self.out) + [dict(manifest_of(self.ckpt)[0], path="../ck/step-12.pt")]
         self.refused("path-outside", self.out, outside, "manifest_invalid")
         link = os.path.join(self.tmp, "linked")
         shutil.copytree(self.out, link)
@@ -490,6 +519,78 @@ class ServeScriptsTest(unittest.TestCase):
         s = Served(self.tmp, "serve_echo.py", self.out, "echo-kind", env={"TRAINYARD_SERVE_KIND": "chat"})
         self.assertEqual(s.wait_exit(), 2)
         self.assertEqual(s.line("TRAINYARD_SERVE_ERROR")["code"], "config_invalid")
+
+
+    # ------------------------------------------------------------ classify
+
+    def by_hand_predictions(self, texts, from_checkpoint):
+        """[(label, scores)] of review_textcls's Classifier loaded by hand,
+        each text alone, padded to max_len as in training."""
+        sys.path.insert(0, EXAMPLES)
+        try:
+            import review_textcls as rt
+            import torch
+            with open(os.path.join(self.cls_out, "vocab.json"), encoding="utf-8") as f:
+                vocab = json.load(f)
+            tok = rt.Tokenizer(vocab["tokenizer"], list(vocab["chars"]))
+            model = rt.Classifier(tok.size, len(vocab["labels"]), **vocab["config"])
+            sd = torch.load(self.cls_ckpt)["model"] if from_checkpoint else \
+                torch.load(os.path.join(self.cls_out, "model.pt"))
+            model.load_state_dict(sd)
+            model.eval()
+            out = []
+            with torch.no_grad():
+                for t in texts:
+                    x, _ = rt.collate([(torch.tensor(tok.encode(t, vocab["config"]["max_len"])), 0)],
+                                      vocab["config"]["max_len"])
+                    p = torch.softmax(model(x).float(), -1)[0].tolist()
+                    out.append((vocab["labels"][max(range(len(p)), key=p.__getitem__)],
+                                dict(zip(vocab["labels"], p))))
+            return out
+        finally:
+            sys.path.remove(EXAMPLES)
+
+    def test_classify(self):
+        texts = QUESTIONS[:12]
+        want = self.by_hand_predictions(texts, False)
+        s = Served(self.tmp, "serve_classify.py", self.cls_out, "classify",
+                   env={"TRAINYARD_SERVE_KIND": "classify", "TRAINYARD_SERVE_BATCH_MS": "600000",
+                        "TRAINYARD_SERVE_MAX_BATCH": str(len(texts))})
+        try:
+            s.wait_serving()
+            self.assertEqual(s.request("GET", "/health")[2]["kind"], "classify")
+            self.assert_error(400, s.post("/v1/predict", {"inputs": [1]}), "invalid_value")
+            self.assert_error(404, s.post("/v1/chat/completions", chat("x")), "not_found")
+            got = {}
+
+            def ask(i):
+                got[i] = s.post("/v1/predict", {"inputs": texts[i]})[2]
+
+            # One batch of 12 requests (the window closes on the 12th).
+            threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(texts))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(s.request("GET", "/health")[2]["batches"], 1)
+            for i, (label, scores) in enumerate(want):
+                d = got[i]["data"][0]
+                self.assertEqual((d["label"], d["scores"]), (label, scores), texts[i])
+                self.assertEqual(d["score"], scores[label])
+                self.assertGreater(got[i]["usage"]["prompt_tokens"], 0)
+        finally:
+            self.assertEqual(s.stop(), 0, s.text()[-2000:])
+        s = Served(self.tmp, "serve_classify.py", self.cls_ckpt, "classify-ckpt")
+        try:
+            s.wait_serving()
+            want = self.by_hand_predictions(texts, True)
+            status, _, body = s.post("/v1/predict", {"inputs": texts})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["object"], "list")
+            self.assertEqual([d["index"] for d in body["data"]], list(range(len(texts))))
+            self.assertEqual([(d["label"], d["scores"]) for d in body["data"]], want)
+        finally:
+            self.assertEqual(s.stop(), 0, s.text()[-2000:])
 
 
 if __name__ == "__main__":
