@@ -19,7 +19,8 @@
     "v.id, v.version, v.source_kind, v.source_job_id, v.source_attempt, v.source_step, "           \
     "v.path, v.template, v.serve_kind, v.serve_script, v.manifest_sha256, "                        \
     "jsonb_array_length(v.manifest) AS files, (SELECT coalesce(sum((f->>'size')::bigint), 0) "     \
-    "FROM jsonb_array_elements(v.manifest) f)::bigint AS bytes, v.lineage_complete, v.description, "       \
+    "FROM jsonb_array_elements(v.manifest) f)::bigint AS bytes, v.lineage_complete, "              \
+    "v.description, "                                                                              \
     "v.created_by, v.created_at"
 
 enum rc db_model_job_get(PGconn *c, int64_t job_id, struct db_model_job *out, const char *req_id)
