@@ -25,6 +25,7 @@ needs no PyTorch and knows every byte the registry must hash.
   policy.violation on the job
 - a dataset that is not a local path has no digest: lineage_complete false
 - the list shows each caller their teams' models, paginated
+- registrations of one model at once are numbered 1, 2, ... without a gap
 """
 import hashlib
 import json
@@ -32,6 +33,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
@@ -261,6 +263,25 @@ class ModelsTest(ServerTest):
         st, got, _ = self.mem.get("/api/v1/models/echo-out/versions/1")
         self.assertEqual((st, got["manifest"]), (200, want))
         self.assert_error(self.mem.get("/api/v1/models/echo-out/versions/9"), 404, "not_found")
+
+    def test_concurrent_registrations_number_in_turn(self):
+        """Registrations of one model at once each get their own number: the
+        model's row lock orders them (without it two would take the same
+        max + 1 and one would fail on the unique key)."""
+        jid = self.jobs["good"]["id"]
+        results = []
+
+        def one():
+            results.append(self.register(self.mem, "echo-race", {"job_id": jid}))
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual([r[0] for r in results], [201] * 6, [r[1] for r in results])
+        self.assertEqual(sorted(r[1]["version"] for r in results), [1, 2, 3, 4, 5, 6])
+        ev = self.audit("model:echo-race", "model.version.register")
+        self.assertEqual(sorted(e["details"]["version"] for e in ev), [1, 2, 3, 4, 5, 6])
 
     def test_checkpoint_versions(self):
         job = self.jobs["good"]
