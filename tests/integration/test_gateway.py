@@ -256,6 +256,51 @@ class GatewayTest(harness.FakeNodeTest):
         self.assertEqual(resp[0], 200, resp[1])
         self.assertEqual([m["id"] for m in resp[1]["data"]], ["bot"])
 
+    def test_3b_failover(self):
+        # A third replica of the primary version whose address takes no
+        # connection: every request still succeeds, on the live replica
+        # (the gateway tries another ready replica once when it cannot
+        # connect).
+        node_c = harness.join_fake_node(self.server.url, self.admin, "fake-c")
+        dead = self.running_job(node_c, "bot-r3")
+        self.db.sql("UPDATE attempts SET master_addr = '127.0.0.1', master_port = %d WHERE "
+                    "job_id = %s" % (harness.free_port(), dead))
+        self.db.sql("INSERT INTO serve_replicas (job_id, deployment_id, version_id, token, attempt, "
+                    "ready, ready_at) SELECT %s, %s, %s, 'x', attempt, true, now() FROM jobs "
+                    "WHERE id = %s" % (dead, self.dep_bot, self.v1, dead))
+        try:
+            # Until the gateway has tried the dead one (its log says so),
+            # every answer is a 200 from the live replica.
+            seen = set()
+
+            def one():
+                (resp, _) = self.call(self.key, self.chat("fo", max_tokens=2))
+                self.assertEqual(resp[0], 200, resp[1])
+                seen.add(self.record(resp[2]["x-request-id"])["replica_job_id"])
+                return "replica call failed" in self.server.log_text()
+            wait_for(one, timeout=60, interval=0, what="a request to the dead replica")
+            for _ in range(10):
+                one()
+            self.assertEqual(seen, {int(self.replica_jobs[0])})
+        finally:
+            self.db.sql("UPDATE serve_replicas SET retired = true WHERE job_id = %s" % dead)
+
+    def test_5b_public_key_per_visitor(self):
+        k = self.make_key("bot", "widget", public=True, rate_per_min=1)
+
+        def from_addr(addr):
+            c = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60,
+                                           source_address=(addr, 0))
+            c.request("POST", "/v1/chat/completions", body=json.dumps(self.chat("w")),
+                      headers={"Authorization": "Bearer " + k["secret"],
+                               "Content-Type": "application/json"})
+            st = c.getresponse().status
+            c.close()
+            return st
+        self.assertEqual(from_addr("127.0.0.1"), 200)
+        self.assertEqual(from_addr("127.0.0.1"), 429)
+        self.assertEqual(from_addr("127.0.0.2"), 200)  # another visitor, its own bucket
+
     def read_sse(self, key, body):
         c = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60)
         raw = json.dumps(body).encode()
