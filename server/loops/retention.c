@@ -123,9 +123,7 @@ enum rc retention_start(struct srv_app *app, struct retention **out)
     if ((t = calloc(1, sizeof(*t))) == NULL)
         return RC_ENOMEM;
     t->app = app;
-    loop_wait_init(&t->wait);
-    if (pthread_create(&t->thread, NULL, retention_main, t) != 0) {
-        loop_wait_cleanup(&t->wait);
+    if (loop_thread_start(&t->wait, &t->thread, retention_main, t) != RC_OK) {
         free(t);
         return RC_EINTERNAL;
     }
@@ -137,8 +135,6 @@ void retention_stop(struct retention *t)
 {
     if (t == NULL)
         return;
-    loop_wait_stop(&t->wait);
-    pthread_join(t->thread, NULL);
-    loop_wait_cleanup(&t->wait);
+    loop_thread_stop(&t->wait, t->thread);
     free(t);
 }
