@@ -53,6 +53,8 @@ static void pass(struct retention *t, PGconn *c)
         [DB_RETAIN_JOB_LOGS] = cfg->retain_job_logs_days,
         [DB_RETAIN_JOB_METRICS] = cfg->retain_job_metrics_days,
         [DB_RETAIN_JOB_EVENTS] = cfg->retain_job_events_days,
+        /* Each record's deployment says how long its texts stay. */
+        [DB_RETAIN_SERVE_TEXTS] = 1,
     };
 
     for (int k = 0; k < DB_RETAIN_NKINDS && !app_stopping(t->app); k++) {

@@ -25,7 +25,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import Client, ServerTest, wait_for  # noqa: E402
+from harness import Client, ServerTest, psql, wait_for  # noqa: E402
 from test_audit_export import fetch_raw  # noqa: E402
 
 FIELDS = ("request_id", "ts_text", "key_id", "deployment_id", "version_id", "replica_job_id",
@@ -33,6 +33,8 @@ FIELDS = ("request_id", "ts_text", "key_id", "deployment_id", "version_id", "rep
           "prompt_tokens", "completion_tokens", "latency_us", "ttft_us", "client_addr")
 IDS = ("key_id", "deployment_id", "version_id", "replica_job_id")
 SEAL_BATCH = 4096  # server/loops/serve_seal.h
+# The deployments setUpClass makes, by keep_texts_days (ids 1, 2, 3 in a fresh database).
+DEP_LONG, DEP_ZERO, DEP_THREE = 1, 2, 3
 METRICS_TOKEN = "seal-metrics-token-0123456789abcdef"
 
 
@@ -137,7 +139,7 @@ T0 = datetime.datetime(2026, 12, 2, 8, 0, 0, tzinfo=datetime.timezone.utc)
 def make_record(rid, **over):
     ts = T0 + datetime.timedelta(microseconds=rid * 1001)
     r = {"request_id": "req-%d" % rid, "ts_text": ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-         "key_id": 3, "deployment_id": 2, "version_id": 5 if rid % 3 else None,
+         "key_id": 3, "deployment_id": DEP_LONG, "version_id": 5 if rid % 3 else None,
          "replica_job_id": 40 + rid % 4, "manifest_sha256": hashlib.sha256(b"m").hexdigest(),
          "route": "/v1/chat/completions", "status": 200 if rid % 5 else 429,
          "error_code": "" if rid % 5 else "rate_limit_exceeded",
@@ -178,10 +180,39 @@ def insert(db, rows):
     return {r["id"]: r for r in rows}
 
 
-class ServeSealTest(ServerTest):
-    server_args = ("--metrics-token", METRICS_TOKEN, "--metrics-cache-ms", "0",
-                   "--retention-interval-s", "1")
-    records = {}  # every record the tests inserted, by id: one server and database for all
+def make_deployments(db):
+    """Deployments DEP_LONG, DEP_ZERO and DEP_THREE (keep_texts_days 3650, 0
+    and 3) straight in the tables, as the registry and the deployment API
+    would leave them: the records name them by id."""
+    ids = psql(db.url, """
+        INSERT INTO teams (name) VALUES ('sealteam');
+        INSERT INTO models (name, team_id, site_id, created_by)
+            SELECT 'sealmodel', id, 1, 'admin' FROM teams WHERE name = 'sealteam';
+        INSERT INTO model_versions (model_id, version, site_id, source_kind, path, serve_kind,
+                                    serve_script, manifest, manifest_sha256, lineage_complete,
+                                    created_by)
+            SELECT id, 1, 1, 'output', '/srv/m', 'echo', 'serve_echo.py', '[]', repeat('a', 64),
+                   true, 'admin' FROM models WHERE name = 'sealmodel';
+        INSERT INTO deployments (name, model_id, version_id, team_id, user_id, site_id,
+                                 gpus_per_replica, min_replicas, max_replicas, replicas, priority,
+                                 keep_texts_days)
+            SELECT d.name, m.id, v.id, m.team_id, u.id, 1, 1, 0, 1, 0, 0, d.keep
+            FROM (VALUES (1, 'keep-long', 3650), (2, 'keep-zero', 0), (3, 'keep-three', 3))
+                 AS d(n, name, keep), models m, model_versions v, users u
+            WHERE m.name = 'sealmodel' AND v.model_id = m.id AND u.username = 'admin'
+            ORDER BY d.n RETURNING id""")
+    assert [int(r[0]) for r in ids] == [DEP_LONG, DEP_ZERO, DEP_THREE], ids
+
+
+class SealCase(ServerTest):
+    """A server and its database with the deployments, and the checks the
+    tests share."""
+    records = {}  # every record a class's tests inserted, by id (one database per class)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        make_deployments(cls.db)
 
     def add(self, rows):
         got = insert(self.db, rows)
@@ -303,7 +334,13 @@ class ServeSealTest(ServerTest):
         self.assertEqual(manifest["serve_records"], len(out))
         return out
 
-    # tests ---------------------------------------------------------------
+
+
+class ServeSealTest(SealCase):
+    server_args = ("--metrics-token", METRICS_TOKEN, "--metrics-cache-ms", "0",
+                   "--retention-interval-s", "1")
+    records = {}
+
     def test_seal_export_verify(self):
         records = self.records
         # Round 1: ids with a gap (6 and 7 are not there yet).
@@ -410,6 +447,95 @@ class ServeSealTest(ServerTest):
         rc, v = self.verify(data)
         self.assertEqual(rc, 0, v)
         self.assertEqual(v["serve_records"], len(self.records))
+
+
+
+    def test_texts_retention(self):
+        """Texts past their deployment's keep_texts_days are cleared by the
+        retention loop (every second here), the rest stay; every hash stays,
+        and the records still prove their inclusion."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+
+        def aged(rid, dep, days):
+            ts = now - datetime.timedelta(days=days, seconds=60)
+            return make_record(rid, id=rid, deployment_id=dep, ts=ts.isoformat(),
+                               ts_text=ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                               answer_text="answer %d" % rid)
+        self.add([aged(200, DEP_ZERO, 0), aged(201, DEP_THREE, 5), aged(202, DEP_THREE, 1),
+                  aged(203, DEP_LONG, 400), aged(204, None, 0)])
+
+        def texts():
+            return {int(r[0]): (r[1], r[2], r[3]) for r in self.db.sql(
+                "SELECT id, prompt_text IS NULL, answer_text IS NULL, record_sha256 "
+                "FROM serve_requests WHERE id BETWEEN 200 AND 204")}
+        wait_for(lambda: all(texts()[i][:2] == ("t", "t") for i in (200, 201, 204)),
+                 timeout=60, what="the texts past their time to be cleared")
+        got = texts()
+        for i in (202, 203):
+            self.assertEqual(got[i][:2], ("f", "f"), "record %d keeps its texts" % i)
+        for i in range(200, 205):
+            self.assertEqual(got[i][2], self.records[i]["record_sha256"])
+        counts = self.db.sql("SELECT details FROM audit_events WHERE action = 'retention.delete' "
+                             "AND details::jsonb->>'kind' = 'serve_texts'")
+        details = [json.loads(c[0]) for c in counts]
+        self.assertEqual(sum(d["count"] for d in details), 3, details)
+        self.assertTrue(all(set(d) == {"kind", "count", "batches"} for d in details), details)
+        self.wait_sealed()
+        rc, v = self.verify(self.export("jsonl"))
+        self.assertEqual(rc, 0, v)
+        self.assertEqual(v["serve_records"], len(self.records))
+
+
+def age_events(db, through, days):
+    """Move events 1..through days back and rehash the whole chain (as the
+    superuser, the append-only guard off), as test_audit_export.py does."""
+    rows = harness.db_audit_rows(db)
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=days)
+    prev, stmts = "0" * 64, []
+    for i, r in enumerate(rows):
+        if int(r["id"]) <= through:
+            r["ts"] = (start + datetime.timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        r["prev_hash"] = prev
+        r["hash"] = hashlib.sha256(harness.canonical(r).encode()).hexdigest()
+        prev = r["hash"]
+        stmts.append("UPDATE audit_events SET ts = %s::timestamptz, ts_text = %s, prev_hash = %s, "
+                     "hash = %s WHERE id = %s" % (lit(r["ts"]), lit(r["ts"]), lit(r["prev_hash"]),
+                                                  lit(r["hash"]), r["id"]))
+    stmts.append("UPDATE audit_head SET hash = %s WHERE seq = %s" % (lit(prev), rows[-1]["id"]))
+    psql(db.url, "BEGIN; ALTER TABLE audit_events DISABLE TRIGGER USER; " + "; ".join(stmts)
+         + "; ALTER TABLE audit_events ENABLE TRIGGER USER; COMMIT")
+    assert harness.verify_chain_rows(harness.db_audit_rows(db)) == 0
+
+
+class SealAuditRetentionTest(SealCase):
+    """Audit retention takes the records of the batches whose seal events it
+    removes, and only those."""
+    server_args = ("--audit-retention-days", "180")
+    records = {}
+
+    def test_records_go_with_their_seal_events(self):
+        self.add([make_record(i, id=i, prompt_text=None) for i in range(1, 6)])
+        self.wait_sealed()
+        first = int(self.db.sql("SELECT audit_seq FROM serve_batches")[0][0])
+        self.add([make_record(i, id=i, prompt_text=None) for i in range(6, 9)])
+        self.wait_sealed()
+        age_events(self.db, first, 200)
+        st, r, _ = self.admin.post("/api/v1/audit/retention")
+        self.assertEqual(st, 200, r)
+        self.assertEqual(r["removed_through"], str(first), r)
+        self.assertEqual([int(x[0]) for x in self.db.sql(
+            "SELECT id FROM serve_requests ORDER BY id")], [6, 7, 8])
+        self.assertEqual(int(self.db.sql("SELECT count(*) FROM serve_batches")[0][0]), 1)
+        ev = self.db.sql("SELECT details FROM audit_events WHERE action = 'audit.retention'")
+        self.assertEqual(json.loads(ev[0][0])["serve_records"], 5, ev)
+        for k in range(1, 6):
+            del self.records[k]
+        seals = self.check_batches(self.records)
+        self.assertEqual(len(seals), 1)
+        data = self.export("jsonl")
+        self.check_export_lines(data, self.records, seals)
+        rc, v = self.verify(data)
+        self.assertEqual((rc, v["serve_records"], v["serve_batches"]), (0, 3, 1), v)
 
 
 if __name__ == "__main__":
