@@ -9,7 +9,8 @@
  * CSV fast canonical text is audit_canonical()'s whenever it is canonical.
  * Request record lines ({"serve_record":...}) reach the verifier's checks
  * of records; the seed with_records.jsonl has a seal event and its records
- * (signed by another key: the lines are checked all the same).
+ * (signed by another key: the lines are checked all the same), and
+ * with_records.csv the same in CSV. Both were exported by a real server.
  *
  * The seeds in corpus/fuzz_cli_export/ are signed by the test-only key
  * fuzz_cli_export.pem beside this file (it signs nothing else), so valid
