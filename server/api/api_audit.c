@@ -13,6 +13,13 @@
  * sent. export_free() runs when the request ends, read to the end or not,
  * and gives the connection back to the pool (rolling back if needed).
  *
+ * After the line of a "serve.requests.seal" event come its batch's gateway
+ * request records, each with its inclusion proof (docs/audit-export.md,
+ * "Gateway request records"): the rest of that FETCH waits in x->held while
+ * the batch's Merkle tree (its record hashes, read once) gives the proofs
+ * and its records are read EXPORT_SEAL_PAGE_ROWS at a time, in the same
+ * snapshot. Memory stays bounded by one batch's tree and one page.
+ *
  * The export is the one place where a transaction stays open across client
  * I/O (CONVENTIONS.md "SQL"): the manifest must describe exactly one
  * snapshot. It is read only, EXPORT_MAX_RUNNING bounds how many there are,
