@@ -273,7 +273,8 @@ class SealCase(ServerTest):
 
     def check_batches(self, records):
         """Every seal event against the database and an independent root;
-        returns {event id: (batch, root, count)}."""
+        returns {event id: (batch, root, count, member ids, their hashes, a
+        memo of subtree hashes for audit_path)}."""
         events = self.seal_events()
         batches = {int(b[0]): b for b in self.db.sql(
             "SELECT id, first_id, last_id, count, merkle_root, audit_seq FROM serve_batches")}
@@ -335,7 +336,6 @@ class SealCase(ServerTest):
         return out
 
 
-
 class ServeSealTest(SealCase):
     server_args = ("--metrics-token", METRICS_TOKEN, "--metrics-cache-ms", "0",
                    "--retention-interval-s", "1")
@@ -373,7 +373,6 @@ class ServeSealTest(SealCase):
         moved = dict(exported[1], index=exported[1]["index"] ^ 1)
         self.assertFalse(included(moved, roots[moved["event"]]))
         self.assertEqual(sorted(int(r["id"]) for r in exported), sorted(records))
-        self.assertEqual(self.records, records)
         rc, v = self.verify(data)
         self.assertEqual(rc, 0, v)
         self.assertTrue(v["ok"], v)
