@@ -246,16 +246,6 @@ class AuthzMatrixTest(ServerTest):
              [401, 200, 404, 404, 200]),
             ("GET", "/api/v1/deployments/{name}/usage", "/api/v1/deployments/mdep/usage", None,
              [401, 403, 403, 403, 200]),
-            # The gateway: its own keys only, so a user's token or session is
-            # no key (docs/serving.md); the OpenAI error shape.
-            ("POST", "/v1/chat/completions", "/v1/chat/completions", {"model": "mdep"},
-             [401, 401, 401, 401, 401]),
-            ("POST", "/v1/completions", "/v1/completions", {"model": "mdep"},
-             [401, 401, 401, 401, 401]),
-            ("POST", "/v1/embeddings", "/v1/embeddings", {"model": "mdep"},
-             [401, 401, 401, 401, 401]),
-            ("GET", "/v1/models", "/v1/models", None, [401, 401, 401, 401, 401]),
-            ("POST", "/v1/predict", "/v1/predict", {"model": "mdep"}, [401, 401, 401, 401, 401]),
             ("GET", "/api/v1/datasets", "/api/v1/datasets", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/datasets", "/api/v1/datasets",
              lambda: {"name": uniq(), "uri": ds_uri, "team": "alpha"}, [401, 201, 403, 403, 201]),
@@ -359,6 +349,19 @@ class AuthzMatrixTest(ServerTest):
             ("DELETE", "/api/v1/webhooks/{id}", fresh_hook, None, [401, 200, 404, 403, 200]),
             ("GET", "/api/v1/webhooks/{id}/deliveries", "/api/v1/webhooks/%s/deliveries" % hook["id"],
              None, [401, 200, 404, 200, 200]),
+            # The gateway: its own keys only, so a user's token or session is
+            # no key (docs/serving.md); the OpenAI error shape. Last: each
+            # leaves a request record that the seal loop seals into the audit
+            # chain at a time of its own, which a refusal checked after them
+            # would take for an audit event of its own.
+            ("POST", "/v1/chat/completions", "/v1/chat/completions", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("POST", "/v1/completions", "/v1/completions", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("POST", "/v1/embeddings", "/v1/embeddings", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("GET", "/v1/models", "/v1/models", None, [401, 401, 401, 401, 401]),
+            ("POST", "/v1/predict", "/v1/predict", {"model": "mdep"}, [401, 401, 401, 401, 401]),
         ]
         covered = {(m, p) for m, p, _, _, _ in rows}
         missing = routes_in_source() - covered
