@@ -395,13 +395,3 @@ enum rc db_serve_unready_stale(PGconn *c, int *n, const char *req_id)
                       "OR r.retired)",
                       0, NULL, n, req_id);
 }
-
-enum rc db_serve_ready_counts(PGconn *c, json_t **out, const char *req_id)
-{
-    return db_query_json(c,
-                         "SELECT d.name AS deployment, (SELECT count(*) FROM serve_replicas r "
-                         "JOIN jobs j ON j.id = r.job_id WHERE r.deployment_id = d.id AND NOT "
-                         "r.retired AND r.ready AND j.state = 'RUNNING' AND j.attempt = "
-                         "r.attempt)::int AS ready, d.replicas FROM deployments d ORDER BY d.name",
-                         0, NULL, 0, out, req_id);
-}

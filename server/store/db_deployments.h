@@ -140,8 +140,4 @@ enum rc db_serve_set_ready(PGconn *c, int64_t job_id, int attempt, int ready, in
  * attempt is not its job's current one; *n how many changed. */
 enum rc db_serve_unready_stale(PGconn *c, int *n, const char *req_id) TY_WUR;
 
-/* Ready replicas per deployment, for /metrics: a new array of {"deployment",
- * "ready", "replicas"}. */
-enum rc db_serve_ready_counts(PGconn *c, json_t **out, const char *req_id) TY_WUR;
-
 #endif

@@ -33,6 +33,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 from harness import ServerTest, Worker, wait_for  # noqa: E402
 
+METRICS_TOKEN = "metrics-token-for-deployments-0123456789"
+
 # What the replicas run: waits until stopped (it is not a model server).
 HOLD = "import sys, time\nprint('holding', sys.argv, flush=True)\ntime.sleep(86400)\n"
 
@@ -71,7 +73,8 @@ class DeploymentTest(ServerTest):
             f.write(HOLD)
         os.chmod(os.path.join(cls.examples, cls.script), 0o644)
         cls.server_args = ("--storage-root", cls.storage, "--examples-dir", cls.examples,
-                           "--sched-interval-ms", "200")
+                           "--sched-interval-ms", "200", "--metrics-token", METRICS_TOKEN,
+                           "--metrics-cache-ms", "0")
         super().setUpClass()
         cls.borrower = cls.make_team_cls("borrower", 0)
         cls.owner = cls.make_team_cls("owner", 2)
@@ -239,6 +242,17 @@ class DeploymentTest(ServerTest):
             self.assertEqual(json.loads(got["TRAINYARD_MODEL_MANIFEST"]), self.manifest)
             self.assertEqual(got["TRAINYARD_MODEL_NAME"], "bot")
             self.assertEqual(got["TRAINYARD_SERVE_KIND"], "echo")
+        # The health loop probes each running replica's /health and records
+        # the attempt it probed: nothing answers there, so none is ready.
+        wait_for(lambda: self.db.sql("SELECT count(*) FROM serve_replicas WHERE attempt = 1 "
+                                     "AND NOT ready AND job_id IN (%s, %s)"
+                                     % (rows[0][0], rows[1][0])) == [["2"]],
+                 timeout=30, what="both replicas probed (not ready)")
+        self.assertEqual(self.dep("bot")["ready_replicas"], 0)
+        st, text, _ = harness.Client(self.server.url, token=METRICS_TOKEN).get("/metrics")
+        self.assertEqual(st, 200, text)
+        self.assertIn('trainyard_deployment_replicas_ready{deployment="bot"} 0\n', text)
+        self.assertIn('trainyard_deployment_replicas_wanted{deployment="bot"} 2\n', text)
         # No submit may ask for "no time limit".
         self.assert_error(self.admin.post("/api/v1/jobs", self.job_spec("borrower",
                                                                         time_limit_s=0)),
