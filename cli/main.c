@@ -39,6 +39,8 @@ static const struct main_command commands[] = {
     {"undrain", S_UNDRAIN, cli_cmd_undrain},
     {"templates", S_TEMPLATES, cli_cmd_templates},
     {"advisor", S_ADVISOR, cli_cmd_advisor},
+    {"deploy", S_DEPLOY, cli_cmd_deploy},
+    {"deployments", S_DEPLOYMENTS, cli_cmd_deployments},
     {"tokens", S_TOKENS, cli_cmd_tokens},
     {"audit", S_AUDIT, cli_cmd_audit},
     {"version", S_VERSION, cmd_version},

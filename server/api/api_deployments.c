@@ -471,6 +471,8 @@ static enum rc find_version(struct srv_req *req, const char *model, int version,
     if (rc == RC_ENOTFOUND && alias != NULL)
         return srv_fail(req, RC_ENOTFOUND, "alias", "model \"%s\" has no alias \"%s\"", model,
                         alias);
+    if (rc == RC_ENOTFOUND && version == 0)
+        return srv_fail(req, RC_ENOTFOUND, "version", "model \"%s\" has no version yet", model);
     if (rc == RC_ENOTFOUND)
         return srv_fail(req, RC_ENOTFOUND, "version", "model \"%s\" has no version %d", model,
                         version);
@@ -548,8 +550,7 @@ enum rc api_deployment_create(struct srv_req *req)
         return srv_fail(req, RC_EINVAL, "engine", "engine must be pytorch, vllm or triton");
     if ((rc = version_or_alias(req, &version, &alias, &given)) != RC_OK)
         return rc;
-    if (!given)
-        return srv_fail(req, RC_EINVAL, "version", "give the version (or an alias) to deploy");
+    (void)given; /* neither: the newest version, fixed now */
     snprintf(x.d.name, sizeof(x.d.name), "%s", name);
     x.d.replicas = 1;
     x.d.gpus_per_replica = 1;

@@ -78,7 +78,10 @@ enum rc db_serve_version_find(PGconn *c, const char *model, int version, const c
                     "v.id WHERE m.name = $1 AND a.alias = $2",
                     2, p);
     else
-        r = db_exec(c, "SELECT " VERSION_COLS VERSION_FROM " WHERE m.name = $1 AND v.version = $2",
+        r = db_exec(c,
+                    "SELECT " VERSION_COLS VERSION_FROM " WHERE m.name = $1 AND v.version = CASE "
+                    "WHEN $2::int > 0 THEN $2::int ELSE (SELECT max(x.version) FROM "
+                    "model_versions x WHERE x.model_id = m.id) END",
                     2, p);
     rc = db_result_rc(r, req_id);
     if (rc == RC_OK && PQntuples(r) != 1)

@@ -16,7 +16,9 @@ and worker:
   deployment_replica); scaling down cancels the newest, scaling up adds
   new ones, stop cancels all and start makes them again, each change audited;
 - a replica is never preempted: a team under its quota does not take back
-  the GPUs a borrowing team's replica holds.
+  the GPUs a borrowing team's replica holds;
+- the command line: trainyard deploy MODEL[:VERSION|@ALIAS], trainyard
+  deployments [list | show | scale | stop | start].
 
 The model server itself (examples/serve_*.py) is not needed for any of this:
 the replicas run a script of the test's own examples_dir that only waits.
@@ -26,12 +28,13 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import ServerTest, Worker, wait_for  # noqa: E402
+from harness import CLI_BIN, ServerTest, Worker, wait_for  # noqa: E402
 
 METRICS_TOKEN = "metrics-token-for-deployments-0123456789"
 
@@ -162,6 +165,7 @@ class DeploymentTest(ServerTest):
         _, member = self.make_user("mia", teams=[self.borrower])
         base = {"name": "bad", "model": "tiny", "version": 1, "team": "borrower"}
         n = int(self.db.sql("SELECT count(*) FROM jobs")[0][0])
+        deps = self.db.sql("SELECT count(*) FROM deployments")
         self.assert_error(self.admin.post("/api/v1/deployments", dict(base, model="nope")),
                           404, "not_found", "model")
         self.assert_error(self.admin.post("/api/v1/deployments", dict(base, version=9)),
@@ -189,7 +193,7 @@ class DeploymentTest(ServerTest):
         _, other = self.make_user("otto", teams=[self.owner])
         self.assert_error(other.post("/api/v1/deployments", base), 404, "not_found", "model")
         self.assertEqual(int(self.db.sql("SELECT count(*) FROM jobs")[0][0]), n)
-        self.assertEqual(self.db.sql("SELECT count(*) FROM deployments")[0][0], "0")
+        self.assertEqual(self.db.sql("SELECT count(*) FROM deployments"), deps)
         # the admin's override is accepted and audited (no replica wanted)
         st, d, _ = self.admin.post("/api/v1/deployments",
                                    dict(base, name="override", version=2, lineage_override=True,
@@ -314,6 +318,54 @@ class DeploymentTest(ServerTest):
         st, v, _ = self.admin.get("/api/v1/audit/verify")
         self.assertEqual(st, 200, v)
         self.assertTrue(v["valid"], v)
+
+    def cli(self, *args):
+        home = tempfile.mkdtemp(prefix="home-", dir=self.storage)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("LC_ALL", "LC_MESSAGES", "TRAINYARD_TOKEN", "XDG_CONFIG_HOME")}
+        env.update(LANG="C.UTF-8", HOME=home, TRAINYARD_URL=self.server.url,
+                   TRAINYARD_TOKEN=self.cli_token)
+        return subprocess.run([CLI_BIN] + list(args), capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    def test_cli(self):
+        st, tok, _ = self.admin.post("/api/v1/tokens", {"name": "cli"})
+        self.assertEqual(st, 201, tok)
+        self.cli_token = tok["token"]
+        bad = self.cli("deploy", "tiny:x", "--name", "clibot")
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("MODEL:VERSION", bad.stderr)
+        # No version: the newest (2, whose lineage an admin may override only
+        # explicitly): refused, exit 5.
+        r = self.cli("deploy", "tiny", "--name", "clibot", "--replicas", "0")
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("lineage_incomplete", r.stderr)
+        r = self.cli("deploy", "tiny@prod", "--name", "clibot", "--replicas", "1",
+                     "--max-replicas", "2", "--priority", "low")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("deployment clibot: active, model tiny version 1, 0 of 1 replicas ready",
+                      r.stdout)
+        self.running("clibot", 1)
+        r = self.cli("deployments")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("deployment clibot: active", r.stdout)
+        r = self.cli("deployments", "show", "clibot")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("clibot-r1", r.stdout)
+        self.assertIn("RUNNING", r.stdout)
+        r = self.cli("deployments", "show", "clibot", "--json")
+        self.assertEqual(json.loads(r.stdout)["name"], "clibot")
+        self.assertEqual(self.cli("deployments", "show", "nope").returncode, 4)
+        r = self.cli("deployments", "scale", "clibot", "--replicas", "3")
+        self.assertEqual(r.returncode, 1, r.stderr)  # over max_replicas: 400
+        r = self.cli("deployments", "scale", "clibot", "--replicas", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.running("clibot", 2)), 2)
+        r = self.cli("deployments", "stop", "clibot")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("deployment clibot: stopped", r.stdout)
+        wait_for(lambda: not self.live("clibot"), timeout=90, what="clibot's replicas ended")
+        self.assertEqual(self.cli("deployments", "stop", "clibot").returncode, 5)
 
     def test_replica_is_never_preempted(self):
         # The borrowing team's replica holds both GPUs of the only node.
