@@ -176,6 +176,7 @@ static enum rc replica_checks(struct srv_req *req, const struct db_deployment *d
 /* One change's transaction state; reset at the start of each run. */
 struct dep_tx {
     struct db_deployment d;            /* the deployment as it is to be */
+    struct db_deployment before;       /* as read before the transaction (changes only) */
     const struct db_serve_version *v;  /* borrowed: what new replicas serve */
     const struct db_job_compliance *c; /* borrowed: replica_checks' result */
     const char *team;                  /* borrowed */
@@ -692,6 +693,12 @@ static enum rc change_body(struct srv_req *req, void *arg)
     rc = db_deployment_load(req->db, x->d.name, 1, &now, req->req_id);
     if (rc == RC_ENOTFOUND)
         return srv_fail(req, rc, "", "no such deployment");
+    /* What was checked before the transaction must still hold: another
+     * change in between would be lost, or checked against stale counts. */
+    if (rc == RC_OK && memcmp(&now, &x->before, sizeof(now)) != 0)
+        return srv_fail(req, RC_ECONFLICT, "",
+                        "deployment \"%s\" was changed by another request meanwhile; try again",
+                        x->d.name);
     if (rc == RC_OK)
         rc = db_deployment_update(req->db, &x->d, req->req_id);
     return rc == RC_OK ? change_tail(req, x) : rc;
@@ -772,6 +779,7 @@ enum rc api_deployment_update(struct srv_req *req)
 
     if ((rc = api_body_object(req, keys)) != RC_OK || (rc = load_dep(req, 0, 1, &x.d)) != RC_OK)
         return rc;
+    memcpy(&x.before, &x.d, sizeof(x.before)); /* with its padding, for memcmp */
     if ((x.details = json_object()) == NULL)
         return RC_ENOMEM;
         /* Each field given and different goes into the event as {"from", "to"}. */
@@ -855,6 +863,7 @@ static enum rc stop_start(struct srv_req *req, int active)
         return rc;
     if ((rc = load_dep(req, 0, 1, &x.d)) != RC_OK)
         return rc;
+    memcpy(&x.before, &x.d, sizeof(x.before)); /* with its padding, for memcmp */
     if (strcmp(x.d.state, active ? "active" : "stopped") == 0)
         return srv_fail(req, RC_ECONFLICT, "", "the deployment is already %s", x.d.state);
     snprintf(x.d.state, sizeof(x.d.state), "%s", active ? "active" : "stopped");

@@ -367,6 +367,31 @@ class DeploymentTest(ServerTest):
         wait_for(lambda: not self.live("clibot"), timeout=90, what="clibot's replicas ended")
         self.assertEqual(self.cli("deployments", "stop", "clibot").returncode, 5)
 
+    def test_version_change_replaces_replicas(self):
+        _, member = self.make_user("vera", teams=[self.borrower])
+        st, d, _ = member.post("/api/v1/deployments", {
+            "name": "ver", "model": "tiny", "version": 1, "replicas": 1})
+        self.assertEqual(st, 201, d)
+        old = self.running("ver", 1)[0]["job_id"]
+        # version 2's lineage is incomplete: a member may not switch to it
+        self.assert_error(member.request("PATCH", "/api/v1/deployments/ver", {"version": 2}),
+                          409, "lineage_incomplete", "version")
+        self.assert_error(member.request("PATCH", "/api/v1/deployments/ver", {"version": 7}),
+                          404, "not_found", "version")
+        st, body, _ = self.admin.request("PATCH", "/api/v1/deployments/ver", {"version": 2})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["version"], 2, body)
+        wait_for(lambda: self.job(old)["state"] == "CANCELLED", timeout=90,
+                 what="the old version's replica cancelled")
+        new = self.running("ver", 1)[0]
+        self.assertEqual((new["name"], new["version"]), ("ver-r2", 2), new)
+        ev = self.db.sql("SELECT details::jsonb->'version'->>'from', details::jsonb->'version'->>"
+                         "'to' FROM audit_events WHERE target = 'deployment:ver' AND action = "
+                         "'deployment.update'")
+        self.assertEqual(len(ev), 1, ev)
+        self.assertNotEqual(ev[0][0], ev[0][1])
+        self.stop_and_wait("ver")
+
     def test_replica_is_never_preempted(self):
         # The borrowing team's replica holds both GPUs of the only node.
         st, d, _ = self.admin.post("/api/v1/deployments", {
