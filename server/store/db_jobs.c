@@ -427,3 +427,15 @@ enum rc db_job_service_backoff(PGconn *c, int64_t job_id, int64_t attempt_id, in
     PQclear(r);
     return rc;
 }
+
+enum rc db_job_is_service(PGconn *c, int64_t job_id, int *service, const char *req_id)
+{
+    char j[24];
+    const char *p[] = {db_i64(job_id, j, sizeof(j))};
+    PGresult *r = db_exec(c, "SELECT service FROM jobs WHERE id = $1", 1, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    *service = rc == RC_OK && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return rc;
+}

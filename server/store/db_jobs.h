@@ -142,4 +142,7 @@ enum rc db_job_flags(PGconn *c, int64_t job_id, int *cancel, int *restarts, int 
 enum rc db_job_service_backoff(PGconn *c, int64_t job_id, int64_t attempt_id, int *service,
                                int *wait_s, const char *req_id) TY_WUR;
 
+/* *service: 1 when job_id is a service job (jobs.service, 025), else 0. */
+enum rc db_job_is_service(PGconn *c, int64_t job_id, int *service, const char *req_id) TY_WUR;
+
 #endif

@@ -119,9 +119,19 @@ enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_i
                                     const char *actor, const char *req_id)
 {
     struct job_reason why = {0};
-    enum rc rc = db_attempt_end(c, attempt_id, "succeeded", req_id);
+    int service = 0;
+    enum rc rc = db_job_is_service(c, job_id, &service, req_id);
 
     job_reason_init(&why, RSN_SUCCEEDED, NULL, "every rank exited 0");
+    /* A model server serves until it is stopped: one that ends by itself is
+     * restarted like one that failed (a cancel still ends the job). */
+    if (rc == RC_OK && service) {
+        rc = lifecycle_attempt_failed(c, job_id, attempt_id, &why, 1, actor, req_id);
+        job_reason_cleanup(&why);
+        return rc;
+    }
+    if (rc == RC_OK)
+        rc = db_attempt_end(c, attempt_id, "succeeded", req_id);
     if (rc == RC_OK)
         rc = db_job_transition(c, job_id, live_states, "SUCCEEDED", &why, actor, "", req_id);
     job_reason_cleanup(&why);

@@ -47,7 +47,8 @@ enum rc lifecycle_attempt_failed_for_good(PGconn *c, int64_t job_id, int64_t att
                                           const struct job_reason *cause, const char *failure,
                                           const char *actor, const char *req_id) TY_WUR;
 
-/* Every node of the attempt exited 0: the job succeeded. */
+/* Every node of the attempt exited 0: the job succeeded; a service job
+ * (025) is restarted instead, as lifecycle_attempt_failed() does. */
 enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_id,
                                     const char *actor, const char *req_id) TY_WUR;
 

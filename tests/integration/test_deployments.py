@@ -40,6 +40,8 @@ METRICS_TOKEN = "metrics-token-for-deployments-0123456789"
 
 # What the replicas run: waits until stopped (it is not a model server).
 HOLD = "import sys, time\nprint('holding', sys.argv, flush=True)\ntime.sleep(86400)\n"
+# A replica that ends at once, every time.
+QUIT = "print('quitting', flush=True)\n"
 
 
 def manifest_of(path):
@@ -72,9 +74,11 @@ class DeploymentTest(ServerTest):
         cls.examples = tempfile.mkdtemp(prefix="ty-dep-examples-")
         os.chmod(cls.examples, 0o755)
         cls.script = "hold_%d.py" % os.getpid()  # unique on this host: finds the ranks
-        with open(os.path.join(cls.examples, cls.script), "w") as f:
-            f.write(HOLD)
-        os.chmod(os.path.join(cls.examples, cls.script), 0o644)
+        cls.quit_script = "quit_%d.py" % os.getpid()
+        for name, text in ((cls.script, HOLD), (cls.quit_script, QUIT)):
+            with open(os.path.join(cls.examples, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(cls.examples, name), 0o644)
         cls.server_args = ("--storage-root", cls.storage, "--examples-dir", cls.examples,
                            "--sched-interval-ms", "200", "--metrics-token", METRICS_TOKEN,
                            "--metrics-cache-ms", "0")
@@ -103,6 +107,15 @@ class DeploymentTest(ServerTest):
                 "created_by) SELECT m.id, %d, m.site_id, 'output', $p$%s$p$, 'echo', $s$%s$s$, "
                 "$j$%s$j$::jsonb, '%s', %s, 'user:admin' FROM models m WHERE m.name = 'tiny'"
                 % (version, cls.model_dir, cls.script, json.dumps(cls.manifest), digest, complete))
+        # A model whose server exits 0 at once.
+        cls.db.sql("INSERT INTO models (name, team_id, site_id, created_by) SELECT 'quits', %s, "
+                   "id, 'user:admin' FROM sites WHERE name = 'default'" % team_id)
+        cls.db.sql(
+            "INSERT INTO model_versions (model_id, version, site_id, source_kind, path, "
+            "serve_kind, serve_script, manifest, manifest_sha256, lineage_complete, "
+            "created_by) SELECT m.id, 1, m.site_id, 'output', $p$%s$p$, 'echo', $s$%s$s$, "
+            "$j$%s$j$::jsonb, '%s', true, 'user:admin' FROM models m WHERE m.name = 'quits'"
+            % (cls.model_dir, cls.quit_script, json.dumps(cls.manifest), digest))
         cls.db.sql("INSERT INTO model_aliases (model_id, alias, version_id, updated_by) SELECT "
                    "model_id, 'prod', id, 'user:admin' FROM model_versions WHERE version = 1")
 
@@ -366,6 +379,24 @@ class DeploymentTest(ServerTest):
         self.assertIn("deployment clibot: stopped", r.stdout)
         wait_for(lambda: not self.live("clibot"), timeout=90, what="clibot's replicas ended")
         self.assertEqual(self.cli("deployments", "stop", "clibot").returncode, 5)
+
+    def test_replica_that_ends_at_once_backs_off(self):
+        st, d, _ = self.admin.post("/api/v1/deployments", {
+            "name": "quitter", "model": "quits", "replicas": 1})
+        self.assertEqual(st, 201, d)
+        jid = d["replicas_detail"][0]["job_id"]
+        # Exit 0 is no success for a model server: restarted, each time later.
+        wait_for(lambda: self.job(jid)["attempt"] >= 4, timeout=120,
+                 what="the replica's fourth attempt")
+        self.assertNotIn(self.job(jid)["state"], ("SUCCEEDED", "FAILED", "CANCELLED"))
+        gaps = self.db.sql("SELECT extract(epoch FROM b.created_at - a.ended_at) FROM attempts a "
+                           "JOIN attempts b ON b.job_id = a.job_id AND b.attempt = a.attempt + 1 "
+                           "WHERE a.job_id = %s AND a.attempt <= 3 ORDER BY a.attempt" % jid)
+        # The waits were 1, 2 and 4 s: each placement came no earlier.
+        for (gap,), wait in zip(gaps, (1, 2, 4)):
+            self.assertGreaterEqual(float(gap), wait, gaps)
+        self.stop_and_wait("quitter")
+        self.assertEqual(self.job(jid)["state"], "CANCELLED")
 
     def test_version_change_replaces_replicas(self):
         _, member = self.make_user("vera", teams=[self.borrower])
