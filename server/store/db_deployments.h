@@ -40,8 +40,8 @@ void db_serve_version_cleanup(struct db_serve_version *v);
 
 /*
  * The version of model that version (>= 1) names, or alias names when alias
- * is not NULL, or the newest when version is 0 and alias NULL, into *out. RC_ENOTFOUND with *what "model" (no such model),
- * "version" or "alias" (the model has none such).
+ * is not NULL, or the newest when version is 0 and alias NULL, into *out. RC_ENOTFOUND with *what
+ * "model" (no such model), "version" or "alias" (the model has none such).
  */
 enum rc db_serve_version_find(PGconn *c, const char *model, int version, const char *alias,
                               struct db_serve_version *out, const char **what,
