@@ -267,7 +267,8 @@ static enum rc cancel_replica(struct srv_req *req, struct dep_tx *x, int64_t job
 /*
  * Bring the live replicas to what x->d wants (its count while active, none
  * while stopped; all new ones when x->replace), cancelling the newest first.
- * Lock order: the live replicas' job rows, in id order, before any change.
+ * Lock order: the live replicas' job rows, in id order, before any change;
+ * the new replicas' rows (new, nobody else holds them) before the audit head.
  */
 static enum rc reconcile(struct srv_req *req, struct dep_tx *x)
 {
@@ -288,13 +289,16 @@ static enum rc reconcile(struct srv_req *req, struct dep_tx *x)
     if (rc == RC_OK)
         rc = db_jobs_lock(req->db, ids, nlive, req->req_id);
     keep = x->replace ? 0 : (nlive < want ? nlive : want);
-    /* live is newest first: cancel from the front. */
-    for (size_t i = 0; rc == RC_OK && i < nlive - keep; i++)
-        rc = cancel_replica(req, x, ids[i]);
+    /* New replicas first: their inserts take key-share locks on the team's
+     * and user's rows, which must come before the audit head that a cancel's
+     * transition takes. */
     if (rc == RC_OK && keep < want)
         rc = db_deployment_next_k(req->db, x->d.id, &k, req->req_id);
     for (size_t i = keep; rc == RC_OK && i < want; i++)
         rc = add_replica(req, x, k++);
+    /* live is newest first: cancel from the front. */
+    for (size_t i = 0; rc == RC_OK && i < nlive - keep; i++)
+        rc = cancel_replica(req, x, ids[i]);
     free(ids);
     json_decref(live);
     return rc;
