@@ -42,6 +42,7 @@ static const struct main_command commands[] = {
     {"deploy", S_DEPLOY, cli_cmd_deploy},
     {"deployments", S_DEPLOYMENTS, cli_cmd_deployments},
     {"tokens", S_TOKENS, cli_cmd_tokens},
+    {"models", S_MODELS, cli_cmd_models},
     {"audit", S_AUDIT, cli_cmd_audit},
     {"version", S_VERSION, cmd_version},
     {"help", S_HELP, cmd_help},
