@@ -20,8 +20,15 @@ and worker:
 - the command line: trainyard deploy MODEL[:VERSION|@ALIAS], trainyard
   deployments [list | show | scale | stop | start].
 
-The model server itself (examples/serve_*.py) is not needed for any of this:
-the replicas run a script of the test's own examples_dir that only waits.
+The model server itself (examples/serve_*.py) is not needed for any of
+that: those replicas run scripts of the test's own examples_dir (one that
+waits, one that ends at once), so their versions are written into the
+registry's tables directly (the registry records only a template's serve
+script). ServeEchoTest takes the whole path instead: a ddp-mlp-demo job
+trained, its output registered through the registry API, deployed, and
+examples/serve_echo.py answering: a replica is ready once its /health
+passes, answers only with its token, and is ready again after its process
+is killed.
 """
 import hashlib
 import json
@@ -29,6 +36,8 @@ import os
 import shutil
 import signal
 import subprocess
+import urllib.error
+import urllib.request
 import sys
 import tempfile
 
@@ -450,6 +459,94 @@ class DeploymentTest(ServerTest):
         self.stop_and_wait("keep")
         wait_for(lambda: self.job(job["id"])["state"] == "SUCCEEDED", timeout=90,
                  what="the training job to run once the replica stopped")
+
+
+class ServeEchoTest(ServerTest):
+    """The registry, the repository's templates and model servers."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.storage = tempfile.mkdtemp(prefix="ty-dep-echo-")
+        os.chmod(cls.storage, 0o755)
+        src = os.path.abspath(harness.SRC)
+        cls.server_args = ("--storage-root", cls.storage,
+                           "--templates-dir", os.path.join(src, "templates"),
+                           "--examples-dir", os.path.join(src, "examples"),
+                           "--sched-interval-ms", "200")
+        super().setUpClass()
+        st, tok, _ = cls.admin.post("/api/v1/nodes/join-tokens", {"uses": 1})
+        assert st == 201, tok
+        cls.worker = Worker(cls.server.url, tok["token"], "echo-node", gpus=2,
+                            allowed_root=cls.storage)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.worker.stop()
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.storage, ignore_errors=True)
+
+    def job(self, jid):
+        return self.admin.get("/api/v1/jobs/" + str(jid))[1]
+
+    def replica(self, name):
+        return self.admin.get("/api/v1/deployments/" + name)[1]["replicas_detail"][0]
+
+    def health(self, jid):
+        host, port, token = self.db.sql(
+            "SELECT t.master_addr, t.master_port, r.token FROM serve_replicas r JOIN jobs j ON "
+            "j.id = r.job_id JOIN attempts t ON t.job_id = j.id AND t.attempt = j.attempt "
+            "WHERE r.job_id = %s" % jid)[0]
+        return "http://%s:%s" % (host, port), token
+
+    def test_echo_replica_ready_and_back_after_kill9(self):
+        self.make_team("ml")
+        st, job, _ = self.admin.post("/api/v1/jobs", {
+            "name": "tiny", "team": "ml", "template": "ddp-mlp-demo",
+            "params": {"steps": 4, "checkpoint_every": 2}, "resources": {"gpus": 1}})
+        self.assertEqual(st, 201, job)
+        wait_for(lambda: self.job(job["id"])["state"] in ("SUCCEEDED", "FAILED"), timeout=300,
+                 what="the training job to end")
+        self.assertEqual(self.job(job["id"])["state"], "SUCCEEDED", self.worker.log_tail(30))
+        st, v, _ = self.admin.post("/api/v1/models/tiny-echo/versions",
+                                   {"job_id": job["id"], "source": "output"})
+        self.assertEqual(st, 201, v)
+        st, d, _ = self.admin.post("/api/v1/deployments", {
+            "name": "echo", "model": "tiny-echo", "version": 1, "replicas": 1})
+        self.assertEqual(st, 201, d)
+        jid = d["replicas_detail"][0]["job_id"]
+        # Ready once the model server's /health passed (the health loop).
+        wait_for(lambda: self.replica("echo")["ready"], timeout=120,
+                 what="the replica ready")
+        self.assertEqual(self.admin.get("/api/v1/deployments/echo")[1]["ready_replicas"], 1)
+        base, token = self.health(jid)
+        with urllib.request.urlopen(base + "/health", timeout=10) as r:
+            self.assertEqual(json.loads(r.read())["kind"], "echo")
+        body = json.dumps({"model": "echo", "messages": [{"role": "user", "content": "hi"}]})
+        req = urllib.request.Request(base + "/v1/chat/completions", data=body.encode(),
+                                     headers={"Content-Type": "application/json"})
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=10)
+        self.assertEqual(e.exception.code, 401)
+        req.add_header("Authorization", "Bearer " + token)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            answer = json.loads(r.read())
+        self.assertEqual(answer["choices"][0]["message"]["content"], "hi")
+
+        # kill -9 of the model server: not ready, then a new attempt, ready again.
+        pids = [pid for pid, _ in harness.processes_with_cmdline("serve_echo.py")
+                if environ(pid).get("TRAINYARD_JOB_ID") == jid]
+        self.assertEqual(len(pids), 1, pids)
+        os.kill(pids[0], signal.SIGKILL)
+        wait_for(lambda: self.replica("echo")["attempt"] == 2 and self.replica("echo")["ready"],
+                 timeout=120, what="the replica ready again on its second attempt")
+        r = self.replica("echo")
+        self.assertEqual((r["state"], r["ready_attempt"]), ("RUNNING", 2), r)
+        st, body, _ = self.admin.post("/api/v1/deployments/echo/stop", {})
+        self.assertEqual(st, 200, body)
+        wait_for(lambda: self.job(jid)["state"] == "CANCELLED", timeout=90,
+                 what="the replica cancelled")
 
 
 if __name__ == "__main__":
