@@ -180,7 +180,15 @@ class DeploymentTest(ServerTest):
     def stop_and_wait(self, name):
         st, body, _ = self.admin.post("/api/v1/deployments/%s/stop" % name, {})
         self.assertEqual(st, 200, body)
-        wait_for(lambda: not self.live(name), timeout=90, what="every replica of %s ended" % name)
+        self.wait_ended(name)
+
+    def wait_ended(self, name):
+        # Retired replicas leave the deployment's answer at once: wait for their jobs.
+        wait_for(lambda: self.db.sql(
+            "SELECT count(*) FROM serve_replicas r JOIN jobs j ON j.id = r.job_id JOIN "
+            "deployments d ON d.id = r.deployment_id WHERE d.name = '%s' AND j.state NOT IN "
+            "('SUCCEEDED', 'FAILED', 'CANCELLED')" % name) == [["0"]],
+            timeout=90, what="every replica of %s ended" % name)
 
     # tests ---------------------------------------------------------------
     def test_create_is_checked(self):
@@ -386,7 +394,7 @@ class DeploymentTest(ServerTest):
         r = self.cli("deployments", "stop", "clibot")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("deployment clibot: stopped", r.stdout)
-        wait_for(lambda: not self.live("clibot"), timeout=90, what="clibot's replicas ended")
+        self.wait_ended("clibot")
         self.assertEqual(self.cli("deployments", "stop", "clibot").returncode, 5)
 
     def test_replica_that_ends_at_once_backs_off(self):
