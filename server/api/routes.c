@@ -44,6 +44,12 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/datasets", SRV_AUTH_USER, api_dataset_create),
     R("GET", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_get),
     R("DELETE", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_delete),
+    R("GET", "/api/v1/deployments", SRV_AUTH_USER, api_deployment_list),
+    R("POST", "/api/v1/deployments", SRV_AUTH_USER, api_deployment_create),
+    R("GET", "/api/v1/deployments/{name}", SRV_AUTH_USER, api_deployment_get),
+    R("PATCH", "/api/v1/deployments/{name}", SRV_AUTH_USER, api_deployment_update),
+    R("POST", "/api/v1/deployments/{name}/start", SRV_AUTH_USER, api_deployment_start),
+    R("POST", "/api/v1/deployments/{name}/stop", SRV_AUTH_USER, api_deployment_stop),
     /* The API's description and its reference page (api_openapi.h). */
     R("GET", "/api/v1/docs", SRV_AUTH_NONE, api_docs_page),
     R("GET", "/api/v1/docs/{file}", SRV_AUTH_NONE, api_docs_file),

@@ -32,7 +32,8 @@ TARGET_KEYS = {"user": ("users", "username"), "node": ("nodes", "name"),
                "dataset": ("datasets", "name"), "job": ("jobs", "id"),
                "token": ("api_tokens", "id"), "join_token": ("join_tokens", "id"),
                "webhook": ("webhooks", "id"), "export": ("export_requests", "id"),
-               "model": ("models", "name"), "serve_key": ("serve_keys", "id")}
+               "model": ("models", "name"), "deployment": ("deployments", "name"),
+               "serve_key": ("serve_keys", "id")}
 
 
 def documented_targets():
@@ -116,21 +117,7 @@ class AuthzMatrixTest(ServerTest):
                                                                   "url": "http://127.0.0.1:9/h"})
         self.assertEqual(st, 201, hook)
 
-        # A deployment of team alpha for its gateway keys' routes, written as
-        # rows: its model and version through psql (the registry's API is
-        # not what this walk is about).
-        q = self.db.sql
-        site = q("SELECT min(id) FROM sites")[0][0]
-        model = q("INSERT INTO models (name, team_id, site_id, created_by) VALUES ('mx', %s, %s, "
-                  "'admin') RETURNING id" % (A, site))[0][0]
-        ver = q("INSERT INTO model_versions (model_id, version, site_id, source_kind, path, "
-                "serve_kind, serve_script, manifest, manifest_sha256, lineage_complete, "
-                "created_by) VALUES (%s, 1, %s, 'output', '/x', 'echo', 'serve_echo.py', '[]', "
-                "'%s', true, 'admin') RETURNING id" % (model, site, "0" * 64))[0][0]
-        q("INSERT INTO deployments (name, model_id, version_id, team_id, user_id, site_id, "
-          "gpus_per_replica, min_replicas, max_replicas, replicas, priority) VALUES ('mdep', %s, "
-          "%s, %s, %s, %s, 1, 0, 1, 0, 0)" % (model, ver, A, member_u["id"], site))
-
+        # Gateway keys: of the deployment "mdep" of team alpha (made below).
         def fresh_serve_key(_caller):
             st, k, _ = clients["member"].post("/api/v1/deployments/mdep/keys", {"name": "k"})
             return "/api/v1/deployments/mdep/keys/" + k["id"], None
@@ -196,6 +183,30 @@ class AuthzMatrixTest(ServerTest):
                                                                   "team": "alpha"})
             return "/api/v1/datasets/" + name, None
 
+        # Deployments: a model of alpha with one version (as the registry
+        # records it), served by deployments without replicas (no GPUs here).
+        self.db.sql("INSERT INTO models (name, team_id, site_id, created_by) SELECT 'mm', %s, id, "
+                    "'user:admin' FROM sites WHERE name = 'default'" % A)
+        self.db.sql("INSERT INTO model_versions (model_id, version, site_id, source_kind, path, "
+                    "serve_kind, serve_script, manifest, manifest_sha256, lineage_complete, "
+                    "created_by) SELECT id, 1, site_id, 'output', '%s', 'echo', 'sleep_rank.py', "
+                    "'[]', '%s', true, 'user:admin' FROM models WHERE name = 'mm'"
+                    % (STORAGE, "0" * 64))
+
+        def dep_body():
+            return {"name": uniq(), "model": "mm", "version": 1, "replicas": 0,
+                    "min_replicas": 0}
+        st, mdep, _ = clients["member"].post("/api/v1/deployments", dict(dep_body(), name="mdep"))
+        self.assertEqual(st, 201, mdep)
+
+        def fresh_dep(action):
+            def make(_caller):
+                st, d, _ = clients["admin"].post("/api/v1/deployments", dep_body())
+                if action == "start":
+                    clients["admin"].post("/api/v1/deployments/%s/stop" % d["name"], {})
+                return "/api/v1/deployments/%s/%s" % (d["name"], action), {}
+            return make
+
         def fresh_hook(_caller):
             st, h, _ = clients["member"].post("/api/v1/webhooks", {"team": "alpha",
                                                                    "url": "http://127.0.0.1:9/h"})
@@ -252,6 +263,17 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/datasets/{name}", "/api/v1/datasets/mset", None,
              [401, 200, 404, 200, 200]),
             ("DELETE", "/api/v1/datasets/{name}", fresh_dataset, None, [401, 200, 404, 403, 200]),
+            ("GET", "/api/v1/deployments", "/api/v1/deployments", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/deployments", "/api/v1/deployments", dep_body,
+             [401, 201, 404, 403, 201]),
+            ("GET", "/api/v1/deployments/{name}", "/api/v1/deployments/mdep", None,
+             [401, 200, 404, 200, 200]),
+            ("PATCH", "/api/v1/deployments/{name}", "/api/v1/deployments/mdep", {"idle_s": 5},
+             [401, 200, 404, 403, 200]),
+            ("POST", "/api/v1/deployments/{name}/start", fresh_dep("start"), None,
+             [401, 200, 404, 403, 200]),
+            ("POST", "/api/v1/deployments/{name}/stop", fresh_dep("stop"), None,
+             [401, 200, 404, 403, 200]),
             ("GET", "/api/v1/exports", "/api/v1/exports", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/exports/{id}", "/api/v1/exports/" + pending["id"], None,
              [401, 200, 404, 200, 200]),
