@@ -222,6 +222,11 @@ class Files:
             raise LookupError("%s is not in the version's manifest" % name)
         return self._resolved[name]
 
+    def json(self, name):
+        """A manifest entry parsed as UTF-8 JSON."""
+        with open(self.path(name), encoding="utf-8") as f:
+            return json.load(f)
+
     def single(self):
         """The checkpoint file of a version registered from a checkpoint."""
         if self.is_dir:

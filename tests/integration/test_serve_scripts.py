@@ -94,6 +94,7 @@ class Served:
         with open(self.log, "wb") as f:
             self.proc = subprocess.Popen([PY, os.path.join(EXAMPLES, script)], stdout=f,
                                          stderr=subprocess.STDOUT, env=e, cwd=tmp)
+        harness._children.append(self.proc)  # killed at exit if a test leaves it running
         self.port = None
 
     def text(self):
