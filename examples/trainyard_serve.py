@@ -671,6 +671,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "trainyard-serve"
     timeout = IDLE_TIMEOUT_S
+    # TCP_NODELAY: the headers and the body (and each streamed event) are
+    # separate writes; under Nagle's algorithm the second waits for the
+    # client's delayed ACK of the first, 40 ms a response.
+    disable_nagle_algorithm = True
     app = None  # set on the subclass main() makes
     _chunked = True  # this response's stream uses chunked encoding
 
