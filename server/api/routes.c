@@ -40,6 +40,7 @@ static const struct router_route table[] = {
     R("GET", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_get),
     R("DELETE", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_delete),
     /* The API's description and its reference page (api_openapi.h). */
+    R("GET", "/api/v1/deployments/{name}/stats", SRV_AUTH_USER, api_serve_stats),
     R("GET", "/api/v1/docs", SRV_AUTH_NONE, api_docs_page),
     R("GET", "/api/v1/docs/{file}", SRV_AUTH_NONE, api_docs_file),
     /* The token in the path is the credential of a download link. */

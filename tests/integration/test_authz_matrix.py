@@ -205,6 +205,9 @@ class AuthzMatrixTest(ServerTest):
             ("GET", "/api/v1/datasets/{name}", "/api/v1/datasets/mset", None,
              [401, 200, 404, 200, 200]),
             ("DELETE", "/api/v1/datasets/{name}", fresh_dataset, None, [401, 200, 404, 403, 200]),
+            # No deployment of that name: a member, an auditor and an admin alike.
+            ("GET", "/api/v1/deployments/{name}/stats", "/api/v1/deployments/ghost/stats", None,
+             [401, 404, 404, 404, 404]),
             ("GET", "/api/v1/exports", "/api/v1/exports", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/exports/{id}", "/api/v1/exports/" + pending["id"], None,
              [401, 200, 404, 200, 200]),
