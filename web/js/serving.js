@@ -72,8 +72,11 @@ export function minuteChart(el, opts) {
     ec.setOption({
       animation: false, grid: { left: 52, right: 12, top: 28, bottom: 28 },
       tooltip: { trigger: 'axis' }, legend: { top: 0, data: opts.series.map((s) => s.name) },
-      xAxis: { type: 'time' }, yAxis: { type: 'value', name: opts.unit || '', minInterval: opts.integer ? 1 : 0 },
-      series: opts.series.map((s) => ({ name: s.name, type: 'line', showSymbol: false, connectNulls: false, data: [] })),
+      xAxis: { type: 'time', axisLabel: { hideOverlap: true } },
+      yAxis: { type: 'value', name: opts.unit || '', minInterval: opts.integer ? 1 : 0 },
+      // A point per minute with a mark: a minute with requests between idle
+      // ones (no latency) is still seen.
+      series: opts.series.map((s) => ({ name: s.name, type: 'line', symbolSize: 4, connectNulls: false, data: [] })),
     });
     stat.renderer = 'echarts';
     if (last) update(last);
@@ -116,11 +119,17 @@ export function gatewayErrorText(e) {
 // deployment's key: onDelta(text) for each piece as it arrives. The session
 // cookie is not sent: the key is the credential here.
 export async function chatStream(key, model, messages, onDelta, signal) {
-  const r = await fetch('/v1/chat/completions', {
-    method: 'POST', credentials: 'omit', signal,
-    headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-    body: JSON.stringify({ model, messages, stream: true, max_tokens: 256 }),
-  });
+  let r;
+  try {
+    r = await fetch('/v1/chat/completions', {
+      method: 'POST', credentials: 'omit', signal,
+      headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      body: JSON.stringify({ model, messages, stream: true, max_tokens: 256 }),
+    });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new GatewayError(0, { code: 'network' });
+  }
   if (!r.ok || !r.body) {
     let err = null;
     try { err = (await r.json()).error; } catch (_) { err = null; }

@@ -23,7 +23,7 @@ import { api, get, post, qs } from '../api.js';
 import { h, replace, fmtTime, stateBadge } from '../dom.js';
 import { t, fmtNum } from '../i18n.js';
 import { errorBox, liveTable, section } from '../ui.js';
-import { lineageChain, minuteChart, versionLabel, chatStream, gatewayErrorText } from '../serving.js';
+import { lineageChain, minuteChart, versionLabel, chatStream, gatewayErrorText, GatewayError } from '../serving.js';
 import { badge, copyButton } from './admin_kit.js';
 import { depState, versionText } from './deployments.js';
 
@@ -267,8 +267,7 @@ export function render(main, ctx) {
     let got = '';
     const onDelta = (s) => { got += s; answerText.append(s); chatLog.scrollTop = chatLog.scrollHeight; };
     try {
-      let key;
-      try { key = await chatKey(false); } catch (e) { throw Object.assign(e, { api: true }); }
+      let key = await chatKey(false);
       try { await chatStream(key, name, history, onDelta, abort.signal); }
       catch (e) {
         // A key revoked (or made in another tab's session): one new key, once.
@@ -281,7 +280,7 @@ export function render(main, ctx) {
     } catch (e) {
       history.pop();
       if (e.name === 'AbortError') answer.append(h('span', { class: 'muted small' }, ' ' + t('chat.stopped')));
-      else replace(chatMsg, e.api || e.code === 'network' ? errorBox(e) : h('div', { class: 'alert error', role: 'alert', 'data-code': e.code || '' }, gatewayErrorText(e)));
+      else replace(chatMsg, e instanceof GatewayError ? h('div', { class: 'alert error', role: 'alert', 'data-code': e.code || '' }, gatewayErrorText(e)) : errorBox(e));
     } finally {
       answer.dataset.done = 'true';
       abort = null;
@@ -316,7 +315,7 @@ export function render(main, ctx) {
     section(t('deployment.traffic'), trafficMsg, h('div', { class: 'grid3 charts' }, chartEls.map((el, i) =>
       h('div', null, h('h3', null, [t('deployment.chart_requests'), t('deployment.chart_errors'), t('deployment.chart_latency')][i]), el)))),
     h('div', { class: 'grid2' },
-      section(t('chat.title'), chatLog, chatForm, chatMsg, h('p', { class: 'muted small', id: 'chat-note' }, t('chat.key_note', { name: 'dashboard-' + ctx.me.username }))),
+      canAct ? section(t('chat.title'), chatLog, chatForm, chatMsg, h('p', { class: 'muted small', id: 'chat-note' }, t('chat.key_note', { name: 'dashboard-' + ctx.me.username }))) : null,
       canAct ? section(t('deployment.keys'), keyForm, keyMsg, keyTb.el, usageLink ? h('div', { class: 'foot' }, usageLink) : null) : null));
 
   refresh().then(async () => {
