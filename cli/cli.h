@@ -70,6 +70,10 @@ int cli_cmd_undrain(int argc, char **argv, FILE *out, FILE *err);
 /* trainyard tokens [list | create NAME | revoke ID] (cmd_tokens.c). */
 int cli_cmd_tokens(int argc, char **argv, FILE *out, FILE *err);
 
+/* trainyard models [list | show NAME | register NAME --job ID | alias NAME ALIAS
+ * VERSION|--delete] (cmd_models.c). */
+int cli_cmd_models(int argc, char **argv, FILE *out, FILE *err);
+
 /* trainyard advisor FILE (cmd_advisor.c). */
 int cli_cmd_advisor(int argc, char **argv, FILE *out, FILE *err);
 

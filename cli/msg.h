@@ -73,6 +73,26 @@
     X(M_W_JOIN_TOKEN_REVOKE, "cannot revoke the join token", "无法吊销加入令牌")                   \
     X(M_W_LOGIN, "cannot sign in", "登录失败")                                                     \
     X(M_W_EXPORT, "cannot export the audit log", "无法导出审计日志")                               \
+    X(M_W_MODELS, "cannot list the models", "无法列出模型")                                        \
+    X(M_W_MODEL, "cannot read the model", "无法读取模型")                                          \
+    X(M_W_MODEL_REGISTER, "the server refused the registration", "服务器拒绝了该注册")             \
+    X(M_W_MODEL_ALIAS, "cannot change the alias", "无法更改别名")                                  \
+    X(M_MORE_MODELS, "more: --cursor %s", "更多：--cursor %s")                                     \
+    X(M_MODEL_HEAD, "model %s (team %s, site %s), aliases: %s",                                    \
+      "模型 %s（团队 %s，站点 %s），别名：%s")                                                     \
+    X(M_MODEL_REGISTERED, "model %s version %s registered: %s files, manifest %s",                 \
+      "模型 %s 版本 %s 已注册：%s 个文件，清单 %s")                                                \
+    X(M_LINEAGE_WARNING,                                                                           \
+      "its lineage is incomplete (a dataset has no digest): deploying it needs an admin's "        \
+      "override",                                                                                  \
+      "其血缘不完整（某个数据集没有摘要）：部署需要管理员批准")                                    \
+    X(M_LINEAGE_COMPLETE, "complete", "完整")                                                      \
+    X(M_LINEAGE_INCOMPLETE, "incomplete", "不完整")                                                \
+    X(M_ALIAS_SET, "alias %s of %s now points at version %s", "别名 %s（模型 %s）已指向版本 %s")   \
+    X(M_ALIAS_MOVED, "alias %s of %s moved to version %s (was %s)",                                \
+      "别名 %s（模型 %s）已移到版本 %s（原为 %s）")                                                \
+    X(M_ALIAS_DELETED, "alias %s of %s removed (it pointed at version %s)",                        \
+      "别名 %s（模型 %s）已删除（原指向版本 %s）")                                                 \
     X(M_SUBMITTED_TPL, "job %s submitted: %s (template %s), %s",                                   \
       "作业 %s 已提交：%s（模板 %s），%s")                                                         \
     X(M_SUBMITTED, "job %s submitted: %s, %s", "作业 %s 已提交：%s，%s")                           \
@@ -159,6 +179,17 @@
     X(H_EST_START, "ESTIMATED START", "预计开始")                                                  \
     X(H_RUN, "RUN", "预计运行")                                                                    \
     X(H_WHY, "WHY IT WAITS", "等待原因")                                                           \
+    X(H_LATEST, "LATEST", "最新")                                                                  \
+    X(H_VERSIONS, "VERSIONS", "版本数")                                                            \
+    X(H_ALIASES, "ALIASES", "别名")                                                                \
+    X(H_VERSION, "VERSION", "版本")                                                                \
+    X(H_SOURCE, "SOURCE", "来源")                                                                  \
+    X(H_JOB, "JOB", "作业")                                                                        \
+    X(H_STEP, "STEP", "步数")                                                                      \
+    X(H_SERVE, "SERVE", "服务类型")                                                                \
+    X(H_FILES, "FILES", "文件数")                                                                  \
+    X(H_MANIFEST, "MANIFEST", "清单")                                                              \
+    X(H_LINEAGE, "LINEAGE", "血缘")                                                                \
     X(M_UNKNOWN, "unknown", "未知")                                                                \
     X(M_FORECAST_OF, "forecast of %s", "预测时间 %s")                                              \
     X(M_FORECAST_NONE, "(none yet: the scheduler has not made one)",                               \
@@ -208,6 +239,8 @@
     X(S_TEMPLATES, "list the server's job templates", "列出服务器上的作业模板")                    \
     X(S_ADVISOR, "ask the advisor for a parallel strategy", "向资源顾问询问并行策略")              \
     X(S_TOKENS, "list, create or revoke API tokens", "列出、创建或吊销 API 令牌")                  \
+    X(S_MODELS, "list, show and register models; move their aliases",                              \
+      "列出、查看和注册模型；调整别名")                                                            \
     X(S_AUDIT, "export the audit log, or verify an export offline",                                \
       "导出审计日志，或离线校验导出文件")                                                          \
     X(S_VERSION, "print the version", "显示版本")                                                  \

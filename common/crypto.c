@@ -3,6 +3,7 @@
  */
 #include "crypto.h"
 
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -11,9 +12,58 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SALT_LEN 16
 #define KEY_LEN 32
+
+/* Chunk of one read(2) while hashing a file: large enough that the syscalls
+ * cost little next to the hashing. */
+#define HASH_CHUNK (256 * 1024)
+
+enum rc crypto_sha256_fd_hex(int fd, unsigned long long max_bytes, unsigned long long *nread,
+                             char out[CRYPTO_SHA256_HEX_LEN + 1])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    unsigned char *buf = malloc(HASH_CHUNK);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    enum rc rc = RC_ENOMEM;
+
+    *nread = 0;
+    out[0] = '\0';
+    if (buf == NULL || ctx == NULL)
+        goto out;
+    rc = RC_EINTERNAL;
+    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+        goto out;
+    for (;;) {
+        ssize_t n = read(fd, buf, HASH_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = RC_EUNAVAIL;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        if ((unsigned long long)n > max_bytes - *nread) {
+            rc = RC_ETOOBIG;
+            goto out;
+        }
+        *nread += (unsigned long long)n;
+        if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1)
+            goto out;
+    }
+    if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32)
+        goto out;
+    crypto_hex(md, mdlen, out);
+    rc = RC_OK;
+out:
+    EVP_MD_CTX_free(ctx);
+    free(buf);
+    return rc;
+}
 
 void crypto_sha256_hex(const void *data, size_t len, char out[CRYPTO_SHA256_HEX_LEN + 1])
 {

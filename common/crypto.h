@@ -22,6 +22,15 @@
 void crypto_sha256_hex(const void *data, size_t len, char out[CRYPTO_SHA256_HEX_LEN + 1]);
 
 /*
+ * Hex SHA-256 of what read(2) gives from fd until end of file, into out.
+ * *nread receives the bytes hashed. RC_OK; RC_ETOOBIG when more than
+ * max_bytes could be read (hashing stops there); RC_EUNAVAIL when a read
+ * fails (errno kept). fd is borrowed and read from its current offset.
+ */
+enum rc crypto_sha256_fd_hex(int fd, unsigned long long max_bytes, unsigned long long *nread,
+                             char out[CRYPTO_SHA256_HEX_LEN + 1]) TY_WUR;
+
+/*
  * A new random token: prefix followed by nbytes of CSPRNG output in
  * base64url without padding. out_size must hold it; RC_EINVAL if it does not,
  * RC_EINTERNAL if the CSPRNG fails.

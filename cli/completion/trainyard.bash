@@ -12,7 +12,7 @@ _trainyard() {
     cmd=${COMP_WORDS[1]:-}
     sub=${COMP_WORDS[2]:-}
 
-    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor tokens audit version help"
+    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor tokens models audit version help"
     local common="--json --server --help"
 
     if [ "$COMP_CWORD" -eq 1 ]; then
@@ -70,6 +70,17 @@ _trainyard() {
                 return 0
             fi
             opts="--all --expires-in-s $common" ;;
+        models)
+            if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
+                mapfile -t COMPREPLY < <(compgen -W "list show register alias" -- "$cur")
+                return 0
+            fi
+            case "$sub" in
+                register) opts="--job --checkpoint --description $common" ;;
+                alias) opts="--delete $common" ;;
+                show) opts="$common" ;;
+                *) opts="--limit --cursor $common" ;;
+            esac ;;
         audit)
             if [ "$COMP_CWORD" -eq 2 ]; then
                 mapfile -t COMPREPLY < <(compgen -W "export verify" -- "$cur")

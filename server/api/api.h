@@ -11,6 +11,7 @@
  *   api_webhooks.c webhooks
  *   api_policy.c sites, the compliance policy, datasets
  *   api_exports.c  job outputs and their approved export
+ *   api_models.c   the model registry: versions, their manifests and lineage, aliases
  *   api_queue.c  the queue forecast: the queue, one job's forecast, what-if
  * Each is a srv_handler_fn (see srv.h); routes.c maps paths to them.
  */
@@ -103,6 +104,14 @@ enum rc api_audit_public_key(struct srv_req *req);
 enum rc api_audit_checkpoints(struct srv_req *req);
 enum rc api_audit_export(struct srv_req *req);
 enum rc api_audit_retention(struct srv_req *req);
+
+/* api_models.c (docs/serving.md, "Registry") */
+enum rc api_model_list(struct srv_req *req);
+enum rc api_model_get(struct srv_req *req);
+enum rc api_model_register(struct srv_req *req);
+enum rc api_model_version_get(struct srv_req *req);
+enum rc api_model_alias_set(struct srv_req *req);
+enum rc api_model_alias_delete(struct srv_req *req);
 
 /* api_exports.c (docs/exports.md) */
 enum rc api_job_outputs(struct srv_req *req);

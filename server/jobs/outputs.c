@@ -131,16 +131,10 @@ enum rc outputs_checkpoint_check(const char *path, const char *ckpt_dir, const c
 /* ------------------------------------------------------------------ */
 /* Listing                                                              */
 
-struct entry {
-    char *path; /* owned; relative to the output directory */
-    int64_t size;
-    int64_t mtime_s;
-};
-
 struct walk {
-    const char *real_dir; /* borrowed */
-    struct entry *v;      /* owned array */
-    size_t n, cap;
+    const char *real_dir;   /* borrowed */
+    struct outputs_file *v; /* owned array */
+    size_t n, cap, max;
     int truncated;
     int failed; /* ENOMEM */
 };
@@ -161,7 +155,7 @@ static void walk_add(struct walk *w, const char *rel, const struct stat *st)
 {
     if (w->n == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 64;
-        struct entry *nv = realloc(w->v, cap * sizeof(*nv));
+        struct outputs_file *nv = realloc(w->v, cap * sizeof(*nv));
         if (nv == NULL) {
             w->failed = 1;
             return;
@@ -217,7 +211,7 @@ static void walk_dir(struct walk *w, int dfd, const char *prefix, int depth)
             continue;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
-        if (w->n >= OUTPUTS_MAX_ENTRIES) {
+        if (w->n >= w->max) {
             w->truncated = 1;
             break;
         }
@@ -236,10 +230,44 @@ static void walk_dir(struct walk *w, int dfd, const char *prefix, int depth)
 
 static int entry_cmp(const void *a, const void *b)
 {
-    return strcmp(((const struct entry *)a)->path, ((const struct entry *)b)->path);
+    return strcmp(((const struct outputs_file *)a)->path, ((const struct outputs_file *)b)->path);
 }
 
-static json_t *entry_json(const struct entry *en)
+enum rc outputs_walk(const char *real_dir, size_t max_files, struct outputs_file **files, size_t *n,
+                     int *truncated)
+{
+    struct walk w = {real_dir, NULL, 0, 0, max_files, 0, 0};
+    int dfd;
+
+    *files = NULL;
+    *n = 0;
+    *truncated = 0;
+    dfd = open(real_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        LOG_WARN("outputs", "cannot open an output directory", "errno=%d", errno);
+        return RC_EUNAVAIL;
+    }
+    walk_dir(&w, dfd, "", 0);
+    if (w.failed) {
+        outputs_files_free(w.v, w.n);
+        return RC_ENOMEM;
+    }
+    if (w.n > 0)
+        qsort(w.v, w.n, sizeof(w.v[0]), entry_cmp);
+    *files = w.v;
+    *n = w.n;
+    *truncated = w.truncated;
+    return RC_OK;
+}
+
+void outputs_files_free(struct outputs_file *files, size_t n)
+{
+    for (size_t k = 0; files != NULL && k < n; k++)
+        free(files[k].path);
+    free(files);
+}
+
+static json_t *entry_json(const struct outputs_file *en)
 {
     char ts[32];
     struct tm tm;
@@ -253,40 +281,30 @@ static json_t *entry_json(const struct entry *en)
 enum rc outputs_list(const char *real_dir, const char *after, size_t limit, json_t **out, int *more,
                      int *truncated)
 {
-    struct walk w = {real_dir, NULL, 0, 0, 0, 0};
+    struct outputs_file *v = NULL;
     json_t *arr = NULL;
-    enum rc rc = RC_ENOMEM;
-    size_t i = 0;
-    int dfd;
+    size_t i = 0, n = 0;
+    enum rc rc;
 
     *out = NULL;
     *more = 0;
     *truncated = 0;
-    dfd = open(real_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        LOG_WARN("outputs", "cannot open an output directory", "errno=%d", errno);
-        return RC_EUNAVAIL;
-    }
-    walk_dir(&w, dfd, "", 0);
-    if (w.failed)
-        goto out;
-    qsort(w.v, w.n, sizeof(w.v[0]), entry_cmp);
+    if ((rc = outputs_walk(real_dir, OUTPUTS_MAX_ENTRIES, &v, &n, truncated)) != RC_OK)
+        return rc;
+    rc = RC_ENOMEM;
     if ((arr = json_array()) == NULL)
         goto out;
-    while (after != NULL && i < w.n && strcmp(w.v[i].path, after) <= 0)
+    while (after != NULL && i < n && strcmp(v[i].path, after) <= 0)
         i++;
-    for (; i < w.n && json_array_size(arr) < limit; i++)
-        if (json_array_append_new(arr, entry_json(&w.v[i])) != 0)
+    for (; i < n && json_array_size(arr) < limit; i++)
+        if (json_array_append_new(arr, entry_json(&v[i])) != 0)
             goto out;
-    *more = i < w.n;
-    *truncated = w.truncated;
+    *more = i < n;
     *out = arr;
     arr = NULL;
     rc = RC_OK;
 out:
-    for (size_t k = 0; k < w.n; k++)
-        free(w.v[k].path);
-    free(w.v);
+    outputs_files_free(v, n);
     json_decref(arr);
     return rc;
 }

@@ -86,6 +86,28 @@ enum rc outputs_checkpoint_check(const char *path, const char *ckpt_dir, const c
 enum rc outputs_resolve_dir(const char *dir, const char *const *roots, size_t nroots, char *real,
                             size_t real_size, struct err *e) TY_WUR;
 
+/* One file a walk found: a regular file, or a link to one inside the directory. */
+struct outputs_file {
+    char *path;      /* owned; relative to the walked directory */
+    int64_t size;    /* bytes, as lstat/stat saw them during the walk */
+    int64_t mtime_s; /* seconds since the epoch */
+};
+
+/*
+ * The regular files below real_dir (from outputs_resolve_dir), sorted by
+ * path (byte order), by the rules above: no linked directory entered, a
+ * linked file kept only when it resolves to a regular file inside real_dir,
+ * at most OUTPUTS_MAX_DEPTH levels, names that could not be exported left
+ * out. At most max_files are collected; *truncated is 1 when more were
+ * found. On RC_OK *files (free with outputs_files_free()) holds *n entries.
+ * RC_ENOMEM, RC_EUNAVAIL (the directory cannot be opened).
+ */
+enum rc outputs_walk(const char *real_dir, size_t max_files, struct outputs_file **files, size_t *n,
+                     int *truncated) TY_WUR;
+
+/* Free what outputs_walk() returned; NULL is a no-op. */
+void outputs_files_free(struct outputs_file *files, size_t n);
+
 /*
  * The regular files below real_dir (from outputs_resolve_dir), sorted by
  * path, as a new JSON array of {"path": relative, "size": bytes, "mtime":

@@ -59,6 +59,12 @@
  *                 }; how values become arguments: tpl_expand.h
  *   order         integer 0..1000000, default 1000000: the list is sorted by
  *                 it, then by file name
+ *   serve         {"kind": "chat" | "classify" | "embed" | "image" | "echo",
+ *                 "script": a plain file name ([A-Za-z0-9._-], not starting
+ *                 with '.') in examples_dir} or null (default): the model
+ *                 server a version registered from the template's jobs runs
+ *                 (docs/serving.md); a job of a template without it cannot
+ *                 be registered
  * Exactly one of script and command. Checks run in a fixed order (unknown
  * keys first, in byte order, then the keys above in that order; parameters
  * in their order, each parameter's keys in the order above but default last),
@@ -66,7 +72,8 @@
  *
  * The public form of a template (what the API answers) has every key above
  * with its default filled in (absent ones null; args, env and params
- * empty; each parameter with every key, absent ones null) plus
+ * empty; each parameter with every key, absent ones null; "serve" null when
+ * absent) plus
  *   "base_command" the command before the parameters:
  *                 [interpreter, "<examples_dir>/<script>", args...] or
  *                 [command..., args...]

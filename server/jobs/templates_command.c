@@ -1,6 +1,7 @@
 /*
  * templates_command.c - what a template runs (see templates_int.h): a script
- * under examples_dir with its interpreter, or a command of its own. The
+ * under examples_dir with its interpreter, or a command of its own; and the
+ * model server a version registered from its jobs runs ("serve"). The
  * script's path is checked here as text only; whether the file is on this
  * host is the loader's warning (templates_set.c), since the server need not
  * be a node.
@@ -93,5 +94,48 @@ enum rc tpl_check_program(const json_t *doc, const char *examples_dir, struct tp
     if (json_array_append_new(f->argv, json_string(f->interpreter)) != 0 ||
         json_array_append_new(f->argv, json_string(path)) != 0)
         return tpl_oom(e);
+    return RC_OK;
+}
+
+static const char *const serve_keys[] = {"kind", "script"};
+static const char *const serve_kinds[] = {"chat", "classify", "embed", "image", "echo"};
+
+/* A plain file name: [A-Za-z0-9._-], not starting with '.', so that it names
+ * a file directly in examples_dir and nothing hidden or above it. */
+static int is_plain_file_name(const char *s)
+{
+    if (*s == '\0' || *s == '.')
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '_' || *s == '-'))
+            return 0;
+    return 1;
+}
+
+enum rc tpl_check_serve(const json_t *v, struct tpl_fields *f, struct err *e)
+{
+    const json_t *script;
+    const char *kind, *name;
+    enum rc rc;
+
+    f->serve = NULL;
+    if (v == NULL || json_is_null(v))
+        return RC_OK;
+    if (!json_is_object(v))
+        return jcheck_bad(e, "serve", v, "serve must be an object with kind and script");
+    if ((rc = tpl_check_unknown(v, "serve", serve_keys, NELEM(serve_keys), e)) != RC_OK ||
+        (rc = tpl_want_enum(json_object_get(v, "kind"), "serve.kind", serve_kinds,
+                            NELEM(serve_kinds), NULL, &kind, e)) != RC_OK)
+        return rc;
+    if ((script = json_object_get(v, "script")) == NULL)
+        return jcheck_bad(e, "serve.script", NULL, "serve.script is required");
+    if ((rc = tpl_want_str(script, "serve.script", 1, MAX_SCRIPT, 1, &name, e)) != RC_OK)
+        return rc;
+    if (!is_plain_file_name(name))
+        return jcheck_bad(e, "serve.script", script,
+                          "serve.script must be a file name in examples_dir: A-Z, a-z, 0-9, '.', "
+                          "'_', '-', not starting with '.'");
+    f->serve = v;
     return RC_OK;
 }

@@ -4,7 +4,7 @@
  * (templates_parse.c) walks a file's keys in the documented order
  * (templates.h) and hands each group to its part:
  *   templates_fields.c   the checkers of one value, used by every part
- *   templates_command.c  script, interpreter or command
+ *   templates_command.c  script, interpreter or command; serve
  *   templates_model.c    model
  *   templates_schema.c   params
  * and templates_set.c loads a directory of files through tpl_parse().
@@ -34,6 +34,7 @@ struct tpl_fields {
     json_t *argv;        /* owned: the command before the parameters */
     const json_t *model; /* borrowed, or NULL */
     json_t *params;      /* owned: the schema in its public form */
+    const json_t *serve; /* borrowed: the checked "serve" object, or NULL */
 };
 
 /* ---- templates_fields.c ---- */
@@ -81,6 +82,10 @@ enum rc tpl_want_argv(const json_t *v, const char *field, size_t min, size_t max
  * when the template has a command. */
 enum rc tpl_check_program(const json_t *doc, const char *examples_dir, struct tpl_fields *f,
                           struct err *e);
+
+/* serve (templates_command.c), v NULL when absent: {"kind": chat, classify,
+ * embed, image or echo, "script": a plain file name in examples_dir}; f->serve set. */
+enum rc tpl_check_serve(const json_t *v, struct tpl_fields *f, struct err *e);
 
 /* model (templates_model.c), v not NULL: exactly one of a known name, a
  * transformer shape, or a parameter count with activation bytes. */

@@ -29,7 +29,7 @@
 static const char *const known_keys[] = {
     "id",      "name",  "description",   "industry", "script",       "interpreter",  "command",
     "args",    "gpus",  "gpus_per_node", "launcher", "max_restarts", "time_limit_s", "priority",
-    "dataset", "model", "strategy",      "env",      "params",       "order",
+    "dataset", "model", "strategy",      "env",      "params",       "order",        "serve",
 };
 static const char *const industries[] = {"manufacturing", "ecommerce", "services", "benchmark",
                                          "general"};
@@ -74,8 +74,10 @@ static enum rc check_plan_fields(const json_t *doc, struct tpl_fields *f, struct
     if ((rc = tpl_check_params(json_object_get(doc, "params"), json_object_get(doc, "args"), f,
                                e)) != RC_OK)
         return rc;
-    return tpl_want_int(json_object_get(doc, "order"), "order", 0, MAX_ORDER, MAX_ORDER, &f->order,
-                        e);
+    if ((rc = tpl_want_int(json_object_get(doc, "order"), "order", 0, MAX_ORDER, MAX_ORDER,
+                           &f->order, e)) != RC_OK)
+        return rc;
+    return tpl_check_serve(json_object_get(doc, "serve"), f, e);
 }
 
 static enum rc check_fields(const json_t *doc, const char *examples_dir, struct tpl_fields *f,
@@ -216,7 +218,7 @@ enum rc tpl_parse(const char *text, size_t len, const char *examples_dir, json_t
     env = json_object_get(doc, "env");
     pub = json_pack(
         "{s:s,s:I,s:O,s:O,s:s,s:s?,s:s?,s:O?,s:o,s:I,s:o,s:s,s:I,s:I,s:s,s:s,s:O?,s:s,"
-        "s:o,s:O,s:O}",
+        "s:o,s:O,s:O,s:O?}",
         "id", f.id, "order", (json_int_t)f.order, "name", json_object_get(doc, "name"),
         "description", json_object_get(doc, "description"), "industry", f.industry, "script",
         f.script, "interpreter", f.interpreter, "command", json_object_get(doc, "command"), "args",
@@ -224,7 +226,8 @@ enum rc tpl_parse(const char *text, size_t len, const char *examples_dir, json_t
         f.gpus_per_node > 0 ? json_integer(f.gpus_per_node) : json_null(), "launcher", f.launcher,
         "max_restarts", (json_int_t)f.max_restarts, "time_limit_s", (json_int_t)f.time_limit_s,
         "priority", f.priority, "dataset", f.dataset, "model", f.model, "strategy", f.strategy,
-        "env", env ? json_incref(env) : json_object(), "params", f.params, "base_command", f.argv);
+        "env", env ? json_incref(env) : json_object(), "params", f.params, "base_command", f.argv,
+        "serve", f.serve);
     if (pub == NULL) {
         rc = tpl_oom(e);
         goto out;

@@ -15,8 +15,9 @@
 #define ID_MAX_DIGITS 19 /* INT64_MAX */
 
 static const char *const named_kinds[] = {
-    [AUDIT_TARGET_USER] = "user", [AUDIT_TARGET_NODE] = "node",       [AUDIT_TARGET_TEAM] = "team",
-    [AUDIT_TARGET_SITE] = "site", [AUDIT_TARGET_DATASET] = "dataset",
+    [AUDIT_TARGET_USER] = "user",       [AUDIT_TARGET_NODE] = "node",
+    [AUDIT_TARGET_TEAM] = "team",       [AUDIT_TARGET_SITE] = "site",
+    [AUDIT_TARGET_DATASET] = "dataset", [AUDIT_TARGET_MODEL] = "model",
 };
 
 static const char *const numbered_kinds[] = {

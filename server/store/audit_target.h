@@ -5,7 +5,7 @@
  * A target is "<kind>:<key>", one form per kind of object, so that an auditor
  * who filters on one string finds every event about the object:
  *
- * - by name: users, nodes, teams, sites and datasets. Each has a unique name
+ * - by name: users, nodes, teams, sites, datasets and models. Each has a unique name
  *   that no API changes, and the name is what people know the object by and
  *   what actors carry ("user:alice" acts, "user:alice" is acted on).
  * - by id: jobs, API tokens, join tokens, webhooks and export requests. Their
@@ -40,7 +40,8 @@ enum audit_target_named {
     AUDIT_TARGET_NODE,
     AUDIT_TARGET_TEAM,
     AUDIT_TARGET_SITE,
-    AUDIT_TARGET_DATASET
+    AUDIT_TARGET_DATASET,
+    AUDIT_TARGET_MODEL
 };
 
 /* Kinds named by their id. */

@@ -31,7 +31,8 @@ TARGET_KEYS = {"user": ("users", "username"), "node": ("nodes", "name"),
                "team": ("teams", "name"), "site": ("sites", "name"),
                "dataset": ("datasets", "name"), "job": ("jobs", "id"),
                "token": ("api_tokens", "id"), "join_token": ("join_tokens", "id"),
-               "webhook": ("webhooks", "id"), "export": ("export_requests", "id")}
+               "webhook": ("webhooks", "id"), "export": ("export_requests", "id"),
+               "model": ("models", "name")}
 
 
 def documented_targets():
@@ -137,6 +138,25 @@ class AuthzMatrixTest(ServerTest):
             st, e, _ = clients["member"].post("/api/v1/jobs/%s/exports" % J, export_body)
             return e["download_url"], None
 
+        # Models: a job of a serving template, marked SUCCEEDED, with an output
+        # file; its first version is registered here, each row adds more.
+        st, tjob, _ = clients["member"].post("/api/v1/jobs", {"template": "ddp-mlp-demo",
+                                                              "team": "alpha"})
+        self.assertEqual(st, 201, tjob)
+        T = tjob["id"]
+        self.db.sql("UPDATE jobs SET state = 'SUCCEEDED' WHERE id = %s" % T)
+        os.makedirs(os.path.join(STORAGE, "jobs", T))
+        with open(os.path.join(STORAGE, "jobs", T, "model.pt"), "wb") as f:
+            f.write(b"weights")
+        st, mv, _ = clients["member"].post("/api/v1/models/mmodel/versions", {"job_id": T})
+        self.assertEqual(st, 201, mv)
+
+        def fresh_alias(_caller):
+            name = uniq()
+            st, a, _ = clients["member"].request("PUT", "/api/v1/models/mmodel/aliases/" + name,
+                                                 body={"version": 1})
+            return "/api/v1/models/mmodel/aliases/" + name, None
+
         # Policy: a site and a dataset of alpha to read, fresh ones to delete.
         st, mside, _ = clients["admin"].post("/api/v1/sites", {"name": "mside",
                                                                "storage_roots": ["/srv/mside"]})
@@ -240,6 +260,17 @@ class AuthzMatrixTest(ServerTest):
             # Everyone's own password; a new one too short is refused before any check.
             ("POST", "/api/v1/me/password", "/api/v1/me/password",
              {"current_password": "x", "new_password": "short"}, [401, 400, 400, 400, 400]),
+            ("GET", "/api/v1/models", "/api/v1/models", None, [401, 200, 200, 200, 200]),
+            ("GET", "/api/v1/models/{name}", "/api/v1/models/mmodel", None,
+             [401, 200, 404, 200, 200]),
+            ("POST", "/api/v1/models/{name}/versions", "/api/v1/models/mmodel/versions",
+             {"job_id": T}, [401, 201, 404, 403, 201]),
+            ("GET", "/api/v1/models/{name}/versions/{v}", "/api/v1/models/mmodel/versions/1", None,
+             [401, 200, 404, 200, 200]),
+            ("PUT", "/api/v1/models/{name}/aliases/{alias}", "/api/v1/models/mmodel/aliases/prod",
+             {"version": 1}, [401, 200, 404, 403, 200]),
+            ("DELETE", "/api/v1/models/{name}/aliases/{alias}", fresh_alias, None,
+             [401, 200, 404, 403, 200]),
             ("GET", "/api/v1/nodes", "/api/v1/nodes", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/overview", "/api/v1/overview", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/nodes/join-tokens", "/api/v1/nodes/join-tokens", None,

@@ -54,6 +54,12 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(self.complete_bash("trainyard", ""), help_commands())
         self.assertEqual(self.complete_bash("trainyard", "tokens", ""), ["list", "create", "revoke"])
         self.assertEqual(self.complete_bash("trainyard", "audit", "e"), ["export"])
+        self.assertEqual(self.complete_bash("trainyard", "models", ""),
+                         ["list", "show", "register", "alias"])
+        self.assertEqual(self.complete_bash("trainyard", "models", "register", "m", "--c"),
+                         ["--checkpoint"])
+        self.assertEqual(self.complete_bash("trainyard", "models", "alias", "m", "p", "--d"),
+                         ["--delete"])
         self.assertEqual(self.complete_bash("trainyard", "ls", "--state", "RU"), ["RUNNING"])
         self.assertIn("--rank", self.complete_bash("trainyard", "logs", "42", "--r"))
         self.assertEqual(self.complete_bash("trainyard", "logs", "42", "--stream", "s"),

@@ -6,8 +6,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -22,6 +24,37 @@ static void test_sha256(void **state)
     assert_string_equal(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     crypto_sha256_hex("", 0, out);
     assert_string_equal(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+/* A file streamed through EVP hashes like the same bytes in memory; past
+ * max_bytes it is refused, and exactly at it accepted. */
+static void test_sha256_fd(void **state)
+{
+    char path[] = "/tmp/ty-crypto-fd-XXXXXX", want[CRYPTO_SHA256_HEX_LEN + 1],
+         got[CRYPTO_SHA256_HEX_LEN + 1];
+    static char data[600000]; /* more than one read's chunk */
+    unsigned long long n = 0;
+    int fd = mkstemp(path);
+
+    (void)state;
+    assert_true(fd >= 0);
+    unlink(path);
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (char)(i * 7);
+    assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+    crypto_sha256_hex(data, sizeof(data), want);
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    assert_int_equal(crypto_sha256_fd_hex(fd, sizeof(data), &n, got), RC_OK);
+    assert_int_equal(n, sizeof(data));
+    assert_string_equal(got, want);
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    assert_int_equal(crypto_sha256_fd_hex(fd, sizeof(data) - 1, &n, got), RC_ETOOBIG);
+    /* an empty rest: the digest of nothing */
+    assert_int_equal(crypto_sha256_fd_hex(fd, 10, &n, got), RC_OK);
+    assert_int_equal(n, 0);
+    assert_string_equal(got, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    close(fd);
+    assert_int_equal(crypto_sha256_fd_hex(fd, 10, &n, got), RC_EUNAVAIL);
 }
 
 static void test_tokens(void **state)
@@ -124,10 +157,10 @@ static void test_audit_ts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha256),        cmocka_unit_test(test_tokens),
-        cmocka_unit_test(test_password_hash), cmocka_unit_test(test_str_equal),
-        cmocka_unit_test(test_wipe),          cmocka_unit_test(test_audit_canonical),
-        cmocka_unit_test(test_audit_ts),
+        cmocka_unit_test(test_sha256),          cmocka_unit_test(test_sha256_fd),
+        cmocka_unit_test(test_tokens),          cmocka_unit_test(test_password_hash),
+        cmocka_unit_test(test_str_equal),       cmocka_unit_test(test_wipe),
+        cmocka_unit_test(test_audit_canonical), cmocka_unit_test(test_audit_ts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

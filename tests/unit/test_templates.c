@@ -523,6 +523,71 @@ static void plan_fields_are_in_the_public_form(void **state)
     json_decref(t);
 }
 
+/* "serve": absent is null in the public form; every kind is taken; the
+ * script is a plain file name; the repository serves chatbot-gpt2 (chat)
+ * and ddp-mlp-demo (echo) only. */
+static void serve_is_checked_and_public(void **state)
+{
+    static const char *const kinds[] = {"chat", "classify", "embed", "image", "echo"};
+    struct tpl_set *set = NULL;
+    char extra[256], examples[1024];
+    json_t *t = ok_with(",\"script\":\"a.py\"", EXAMPLES), *list, *v;
+    struct err e;
+    size_t i, served = 0;
+
+    (void)state;
+    assert_true(json_is_null(json_object_get(t, "serve")));
+    json_decref(t);
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        snprintf(extra, sizeof(extra),
+                 ",\"script\":\"a.py\",\"serve\":{\"kind\":\"%s\",\"script\":\"serve_x-1.py\"}",
+                 kinds[i]);
+        t = ok_with(extra, EXAMPLES);
+        v = json_object_get(t, "serve");
+        assert_string_equal(json_string_value(json_object_get(v, "kind")), kinds[i]);
+        assert_string_equal(json_string_value(json_object_get(v, "script")), "serve_x-1.py");
+        json_decref(t);
+    }
+    expect_bad(",\"script\":\"a.py\",\"serve\":\"chat\"", "serve", "must be an object");
+    expect_bad(",\"script\":\"a.py\",\"serve\":{\"kind\":\"chat\",\"script\":\"s.py\",\"x\":1}",
+               "serve.x", NULL);
+    expect_bad(",\"script\":\"a.py\",\"serve\":{\"script\":\"s.py\"}", "serve.kind", NULL);
+    expect_bad(",\"script\":\"a.py\",\"serve\":{\"kind\":\"speech\",\"script\":\"s.py\"}",
+               "serve.kind", NULL);
+    expect_bad(",\"script\":\"a.py\",\"serve\":{\"kind\":\"chat\"}", "serve.script", "required");
+    expect_bad(",\"script\":\"a.py\",\"serve\":{\"kind\":\"chat\",\"script\":\"../s.py\"}",
+               "serve.script", "file name");
+    expect_bad(",\"script\":\"a.py\",\"serve\":{\"kind\":\"chat\",\"script\":\"d/s.py\"}",
+               "serve.script", "file name");
+    expect_bad(",\"script\":\"a.py\",\"serve\":{\"kind\":\"chat\",\"script\":\".s.py\"}",
+               "serve.script", "file name");
+    expect_bad(",\"script\":\"a.py\",\"serve\":{\"kind\":\"chat\",\"script\":\"\"}", "serve.script",
+               NULL);
+
+    snprintf(examples, sizeof(examples), "%s/examples", TY_SOURCE_DIR);
+    err_init(&e);
+    assert_int_equal(tpl_set_load(TY_SOURCE_DIR "/templates", examples, &set, &e), RC_OK);
+    list = tpl_set_list(set);
+    json_array_foreach(list, i, t)
+    {
+        const char *id = json_string_value(json_object_get(t, "id"));
+        v = json_object_get(t, "serve");
+        if (strcmp(id, "chatbot-gpt2") == 0 || strcmp(id, "ddp-mlp-demo") == 0) {
+            assert_string_equal(json_string_value(json_object_get(v, "kind")),
+                                strcmp(id, "chatbot-gpt2") == 0 ? "chat" : "echo");
+            assert_string_equal(json_string_value(json_object_get(v, "script")),
+                                strcmp(id, "chatbot-gpt2") == 0 ? "serve_chat_gpt2.py"
+                                                                : "serve_echo.py");
+            served++;
+        } else {
+            assert_true(json_is_null(v));
+        }
+    }
+    assert_int_equal(served, 2);
+    json_decref(list);
+    tpl_set_free(set);
+}
+
 /* BASE0 and extra, parsed; expect success. */
 static json_t *ok0_with(const char *extra)
 {
@@ -909,6 +974,7 @@ int main(void)
         cmocka_unit_test(bad_programs_are_refused),
         cmocka_unit_test(bad_numbers_and_choices_are_refused),
         cmocka_unit_test(plan_fields_are_in_the_public_form),
+        cmocka_unit_test(serve_is_checked_and_public),
         cmocka_unit_test(every_model_form_is_accepted),
         cmocka_unit_test(bad_models_are_refused),
         cmocka_unit_test(the_params_schema_is_normalized_and_applied),
