@@ -16,7 +16,10 @@
 //  5. the traffic charts are ECharts and the stats route counts the chat;
 //  6. the models list, the model page (versions, lineage with the job link,
 //     manifest digest) and the deployments list show it;
-//  7. every page above in zh-CN and en at 1280 and 390 px: no untranslated
+//  7. Deploy again with the deployment's name taken: the refusal is in
+//     Chinese on the name field; the version that confirm registered is the
+//     one the next confirm (another name) deploys, not registered twice;
+//  8. every page above in zh-CN and en at 1280 and 390 px: no untranslated
 //     key, no sideways scroll, screenshots; no console or page error.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -156,6 +159,29 @@ test('serving in the dashboard: deploy from a job, replicas, chat, canary and ro
     assert.ok(digests.includes(v1.manifest_sha256), 'the manifest digest is shown');
     await open(page, '#/deployments');
     await page.waitForSelector(`a[href="#/deployments/${depName}"]`);
+  });
+
+  await t.test('a refusal shows in Chinese on its field; the version it registered is used again', async () => {
+    await open(page, `#/jobs/${jobId}`);
+    await page.waitForSelector('#job-deploy:not([hidden])');
+    await page.click('#job-deploy');
+    await page.waitForSelector('#deploy-dialog[open]');
+    page.allow.push('/api/v1/deployments'); // the 409 provoked here
+    await page.click('#deploy-confirm'); // the deployment's name is taken
+    await page.waitForSelector('#deploy-msg .alert.error');
+    const shown = await page.textContent('#deploy-msg .alert.error');
+    assert.match(shown, /[\u4e00-\u9fff]/, `the refusal is in Chinese: ${shown}`);
+    assert.doesNotMatch(shown, /already exists/, 'not the server\'s English');
+    assert.equal(await page.getAttribute('#deploy-name', 'aria-invalid'), 'true', 'the deployment name is marked');
+    const after = (await api(page, 'GET', `/models/${MODEL}`)).body.versions.map((v) => v.version);
+    assert.deepEqual(after, [3, 2, 1], 'the confirm registered version 3');
+    await page.fill('#deploy-name', `${depName}-b`);
+    await page.fill('#deploy-replicas', '0');
+    await page.click('#deploy-confirm');
+    await page.waitForFunction((n) => location.hash === '#/deployments/' + n, `${depName}-b`, { timeout: 60_000 });
+    page.allow.pop();
+    assert.deepEqual((await api(page, 'GET', `/models/${MODEL}`)).body.versions.map((v) => v.version), [3, 2, 1], 'no version registered twice');
+    assert.equal((await api(page, 'GET', `/deployments/${depName}-b`)).body.version, 3);
   });
 
   await t.test('every serving page in zh-CN and en at 1280 and 390 px', async () => {
