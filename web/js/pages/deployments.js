@@ -9,6 +9,7 @@ import { badge } from './admin_kit.js';
 
 export function depState(d) {
   if (d.state === 'stopped') return badge('muted', t('deployments.state_stopped'));
+  if (!d.replicas) return badge('muted', t('deployments.state_idle'));
   const ready = d.ready_replicas ?? 0;
   if (d.replicas > 0 && ready >= d.replicas) return badge('ok', t('deployments.state_serving'));
   if (ready > 0) return badge('warn', t('deployments.state_partial'));
