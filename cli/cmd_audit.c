@@ -140,8 +140,17 @@ static void print_text(const struct verify_result *v, FILE *out)
         fprintf(out, "OK %lld event%s", (long long)v->events, v->events == 1 ? "" : "s");
         if (v->events > 0)
             fprintf(out, " (%lld..%lld)", (long long)v->first_id, (long long)v->last_id);
-        fprintf(out, ", chain continuous, %zu checkpoint%s, signature valid, key %s\n",
-                v->checkpoints, v->checkpoints == 1 ? "" : "s", v->key_id);
+        fprintf(out, ", chain continuous, %zu checkpoint%s", v->checkpoints,
+                v->checkpoints == 1 ? "" : "s");
+        if (v->serve_records > 0)
+            fprintf(out, ", %lld request record%s in %lld sealed batch%s proven",
+                    (long long)v->serve_records, v->serve_records == 1 ? "" : "s",
+                    (long long)v->serve_batches, v->serve_batches == 1 ? "" : "es");
+        fprintf(out, ", signature valid, key %s\n", v->key_id);
+    } else if (v->request_id[0] != '\0') {
+        fprintf(out, "FAIL line %lld: request record %s (seal event %lld) %s: %s\n",
+                (long long)v->line, v->request_id, (long long)v->event_id, verify_kind_str(v->kind),
+                v->message);
     } else if (v->event_id > 0) {
         fprintf(out, "FAIL line %lld: event %lld %s: %s\n", (long long)v->line,
                 (long long)v->event_id, verify_kind_str(v->kind), v->message);
@@ -172,15 +181,20 @@ static int print_json(const struct verify_result *v, FILE *out, FILE *err)
           json_object_set_new(o, "format", json_string(export_format_str(v->format))) != 0 ||
           json_object_set_new(o, "key_id", json_string(v->key_id)) != 0;
     if (!bad && v->ok)
-        bad = json_object_set_new(o, "events", json_integer(v->events)) != 0 ||
-              json_object_set_new(o, "first_id", id_json(v->first_id)) != 0 ||
-              json_object_set_new(o, "last_id", id_json(v->last_id)) != 0 ||
-              json_object_set_new(o, "checkpoints", json_integer((json_int_t)v->checkpoints)) != 0;
+        bad =
+            json_object_set_new(o, "events", json_integer(v->events)) != 0 ||
+            json_object_set_new(o, "first_id", id_json(v->first_id)) != 0 ||
+            json_object_set_new(o, "last_id", id_json(v->last_id)) != 0 ||
+            json_object_set_new(o, "checkpoints", json_integer((json_int_t)v->checkpoints)) != 0 ||
+            json_object_set_new(o, "serve_records", json_integer(v->serve_records)) != 0 ||
+            json_object_set_new(o, "serve_batches", json_integer(v->serve_batches)) != 0;
     else if (!bad)
         bad = json_object_set_new(o, "kind", json_string(verify_kind_str(v->kind))) != 0 ||
               json_object_set_new(o, "line", json_integer(v->line)) != 0 ||
               json_object_set_new(o, "event_id", id_json(v->event_id)) != 0 ||
-              json_object_set_new(o, "message", json_string(v->message)) != 0;
+              json_object_set_new(o, "message", json_string(v->message)) != 0 ||
+              json_object_set_new(o, "request_id",
+                                  v->request_id[0] ? json_string(v->request_id) : json_null()) != 0;
     if (!bad && (s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS)) != NULL)
         fprintf(out, "%s\n", s);
     else

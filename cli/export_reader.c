@@ -45,6 +45,10 @@
 #define JSONL_MANIFEST_LEN 12
 #define CSV_MANIFEST "#manifest,"
 #define CSV_MANIFEST_LEN 10
+#define JSONL_SERVE "{\"serve_record\":"
+#define JSONL_SERVE_LEN 16
+#define CSV_SERVE "#serve_record"
+#define CSV_SERVE_LEN 13
 
 struct export_reader {
     int fd;                                  /* input for pread(); -1 for memory */
@@ -652,6 +656,12 @@ static enum rc parse_csv(struct export_reader *r, const char *p, size_t n,
     }
     if (nf == 2 && fl[0] == 9 && memcmp(f[0], "#manifest", 9) == 0)
         goto manifest;
+    if (nf == 2 && fl[0] == CSV_SERVE_LEN && memcmp(f[0], CSV_SERVE, CSV_SERVE_LEN) == 0) {
+        rec->serve = 1;
+        rec->serve_json = f[1];
+        rec->serve_json_len = fl[1];
+        return RC_OK;
+    }
     if (nf != CSV_FIELDS)
         return err_set(e, RC_EINVAL, "", "the record has %zu fields, not %d", nf, CSV_FIELDS);
     for (int i = 0; i < CSV_FIELDS; i++) {
@@ -710,6 +720,15 @@ static enum rc parse_jsonl(const char *p, size_t n, struct export_record *rec, s
 {
     if (n >= JSONL_MANIFEST_LEN && memcmp(p, JSONL_MANIFEST, JSONL_MANIFEST_LEN) == 0)
         return err_set(e, RC_EINVAL, "", "a manifest line before the end of the export");
+    if (n >= JSONL_SERVE_LEN && memcmp(p, JSONL_SERVE, JSONL_SERVE_LEN) == 0) {
+        if (p[n - 1] != '}')
+            return err_set(e, RC_EINVAL, "",
+                           "not a request record line ({\"serve_record\":{...}})");
+        rec->serve = 1;
+        rec->serve_json = p + JSONL_SERVE_LEN;
+        rec->serve_json_len = n - JSONL_SERVE_LEN - 1;
+        return RC_OK;
+    }
     if (n < JSONL_PREFIX_LEN || memcmp(p, JSONL_PREFIX, JSONL_PREFIX_LEN) != 0)
         return err_set(e, RC_EINVAL, "", "not an event line ({\"hash\":\"...\",\"event\":{...}})");
     if (n < JSONL_EVENT_OFF + 1 || !export_is_hex64(p + JSONL_PREFIX_LEN, CRYPTO_SHA256_HEX_LEN) ||
@@ -903,6 +922,9 @@ enum rc export_reader_next(struct export_reader *r, struct export_record *rec, s
     rec->prev_hash[0] = '\0';
     rec->canonical = NULL;
     rec->canonical_len = 0;
+    rec->serve = 0;
+    rec->serve_json = NULL;
+    rec->serve_json_len = 0;
     for (;;) {
         rc = next_raw(r, &p, &n, &line, e);
         rec->line = line;

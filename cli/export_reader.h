@@ -62,9 +62,18 @@ enum export_manifest_state {
     EXPORT_MANIFEST_MALFORMED, /* it looks like one but does not parse */
 };
 
-/* One event record. Filled by export_reader_next(). */
+/*
+ * One record: an event, or (serve set) a gateway request record line, whose
+ * JSON object is at serve_json (JSON Lines: {"serve_record":{...}}; CSV:
+ * #serve_record,"{...}"). A serve record has no id, hashes or canonical
+ * text here (id 0, hash ""); verify.c parses its object (serve_proof.h).
+ * Filled by export_reader_next().
+ */
 struct export_record {
     int64_t line;                              /* 1-based line the record starts on */
+    int serve;                                 /* 1: a gateway request record line */
+    const char *serve_json;                    /* borrowed until the next call: its object */
+    size_t serve_json_len;                     /* bytes at serve_json */
     int64_t id;                                /* event id, >= 1 */
     char hash[CRYPTO_SHA256_HEX_LEN + 1];      /* stored hash: 64 lower-case hex digits */
     char prev_hash[CRYPTO_SHA256_HEX_LEN + 1]; /* event's prev_hash; "" unless 64 lower hex */

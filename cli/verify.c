@@ -30,6 +30,10 @@
 #include <string.h>
 
 #include "audit_canon.h"
+#include "merkle.h"
+#include "serve_proof.h"
+#include "serve_record.h"
+#include "utf8cut.h"
 
 #define STOP RC_ECONFLICT /* internal: a failure verdict was recorded; stop */
 #define HEX_LEN CRYPTO_SHA256_HEX_LEN
@@ -79,6 +83,16 @@ struct vstate {
     char first_hash[HEX_LEN + 1];
     int64_t last_line;   /* line of the last event */
     int64_t beyond_line; /* line of event m_last + 1, if any */
+
+    /* gateway request records: the batch whose records come now */
+    struct {
+        int active;             /* its seal event was read; records are due */
+        int64_t event_id, line; /* the seal event and its line */
+        int64_t batch, first_id, last_id, count;
+        int64_t next, prev_id; /* the next leaf index due; the last record's id */
+        uint8_t root[MERKLE_HASH_LEN];
+    } seal;
+    int64_t m_serve; /* the manifest's serve_records; -1 when it has none */
 };
 
 const char *verify_kind_str(enum verify_kind kind)
@@ -240,6 +254,13 @@ static int check_manifest(struct vstate *st)
         BAD("the manifest lacks generated_at, key_id or signature");
     if (!json_is_array(cps = json_object_get(m, "checkpoints")))
         BAD("the manifest's checkpoints is not an array");
+    st->m_serve = -1;
+    if (json_object_get(m, "serve_records") != NULL) {
+        const json_t *sr = json_object_get(m, "serve_records");
+        if (!json_is_integer(sr) || json_integer_value(sr) < 0)
+            BAD("the manifest's serve_records is not a number of records");
+        st->m_serve = (int64_t)json_integer_value(sr);
+    }
 #undef BAD
     st->ncps = json_array_size(cps);
     if (st->ncps > 0 && (st->cps = calloc(st->ncps, sizeof(*st->cps))) == NULL) {
@@ -386,6 +407,165 @@ static enum rc check_record(struct vstate *st, struct export_record *rec)
     return RC_OK;
 }
 
+/* ---- gateway request records ------------------------------------------ */
+
+#define SEAL_PREFIX "{\"action\":\"serve.requests.seal\","
+
+/* Records of the current batch from index seal.next on are not in the
+ * export: they belong before line (or at the end). */
+static enum rc fail_records_missing(struct vstate *st, int64_t line, const char *where)
+{
+    int64_t from = st->seal.next, to = st->seal.count - 1;
+
+    st->res->request_id[0] = '\0';
+    if (from == to)
+        return fail(st, VERIFY_MISSING, line, st->seal.event_id,
+                    "request record %lld of batch %lld (of %lld) is not in the export (it belongs "
+                    "%s)",
+                    (long long)from, (long long)st->seal.batch, (long long)st->seal.count, where);
+    return fail(st, VERIFY_MISSING, line, st->seal.event_id,
+                "request records %lld..%lld of batch %lld (of %lld) are not in the export (they "
+                "belong %s)",
+                (long long)from, (long long)to, (long long)st->seal.batch,
+                (long long)st->seal.count, where);
+}
+
+static int details_id(const json_t *d, const char *k, int64_t *out)
+{
+    const char *s = json_string_value(json_object_get(d, k));
+    return s != NULL && export_parse_id(s, strlen(s), 0, out) == 0;
+}
+
+/* rec, an event of the verified chain: when it seals a batch, that batch's
+ * records are due next (its root, count and id range from its details). */
+static enum rc note_seal(struct vstate *st, const struct export_record *rec)
+{
+    json_t *ev, *d;
+    const json_t *count;
+    int ok;
+
+    if (rec->canonical_len < strlen(SEAL_PREFIX) ||
+        memcmp(rec->canonical, SEAL_PREFIX, strlen(SEAL_PREFIX)) != 0)
+        return RC_OK;
+    /* NULL when jansson refuses what the reader's scanner let by (or on no
+     * memory): the details cannot be read either way. */
+    ev = json_loadb(rec->canonical, rec->canonical_len, 0, NULL);
+    d = json_object_get(ev, "details");
+    count = json_object_get(d, "count");
+    ok = details_id(d, "batch", &st->seal.batch) && details_id(d, "first_id", &st->seal.first_id) &&
+         details_id(d, "last_id", &st->seal.last_id) && json_is_integer(count) &&
+         json_integer_value(count) >= 1 && json_integer_value(count) <= SERVE_PROOF_MAX_COUNT &&
+         merkle_from_hex(json_string_value(json_object_get(d, "root")), st->seal.root) == 0;
+    if (ok) {
+        st->seal.count = (int64_t)json_integer_value(count);
+        st->seal.event_id = rec->id;
+        st->seal.line = rec->line;
+        st->seal.next = 0;
+        st->seal.prev_id = 0;
+        st->seal.active = 1;
+    }
+    json_decref(ev);
+    if (!ok)
+        return fail(st, VERIFY_FORMAT, rec->line, rec->id,
+                    "the seal event's details are not batch, first_id, last_id, count and root");
+    return RC_OK;
+}
+
+/* Where a record's fields, id or proof fail; NULL when the record is its
+ * batch's next and proves its inclusion. kind receives the verdict. */
+static const char *record_fault(struct vstate *st, const struct serve_proof *p,
+                                enum verify_kind *kind, char *why, size_t why_size)
+{
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+    uint8_t value[MERKLE_HASH_LEN];
+    enum rc rc;
+
+    *kind = VERIFY_MODIFIED;
+    if (p->count != st->seal.count) {
+        snprintf(why, why_size, "its count %lld is not the seal event's (%lld)",
+                 (long long)p->count, (long long)st->seal.count);
+        return why;
+    }
+    if ((p->index == 0 && p->id != st->seal.first_id) ||
+        (p->index > 0 && p->id <= st->seal.prev_id) ||
+        (p->index == p->count - 1 && p->id != st->seal.last_id) || p->id < st->seal.first_id ||
+        p->id > st->seal.last_id) {
+        *kind = VERIFY_REORDERED;
+        snprintf(why, why_size,
+                 "its id %lld is not in the batch's id order (first_id %lld, last_id %lld)",
+                 (long long)p->id, (long long)st->seal.first_id, (long long)st->seal.last_id);
+        return why;
+    }
+    rc = serve_record_sha256(&p->rec, hex);
+    if (rc != RC_OK)
+        return rc == RC_EINVAL ? "a field holds a line break, which no record holds"
+                               : "its fields are longer than a record's";
+    if (strcmp(hex, p->record_sha256) != 0)
+        return "its fields do not hash to its record_sha256";
+    if (merkle_from_hex(hex, value) != 0 ||
+        !merkle_verify(value, (uint64_t)p->index, (uint64_t)p->count,
+                       (const uint8_t(*)[MERKLE_HASH_LEN])p->path, p->path_len, st->seal.root)) {
+        snprintf(why, why_size,
+                 "its inclusion proof does not lead to the root sealed by event %lld",
+                 (long long)st->seal.event_id);
+        return why;
+    }
+    return NULL;
+}
+
+static enum rc check_serve(struct vstate *st, const struct export_record *rec)
+{
+    struct serve_proof p;
+    struct err e;
+    enum verify_kind kind;
+    char why[200];
+    const char *fault;
+    enum rc rc;
+
+    err_init(&e);
+    rc = serve_proof_parse(rec->serve_json, rec->serve_json_len, &p, &e);
+    if (rc == RC_EINVAL)
+        rc = fail(st, VERIFY_FORMAT, rec->line, st->seal.active ? st->seal.event_id : 0,
+                  "request record: %s", e.message);
+    if (rc != RC_OK)
+        goto out;
+    (void)utf8_copy(st->res->request_id, sizeof(st->res->request_id), p.rec.request_id);
+    if (!st->seal.active) {
+        rc = fail(st, VERIFY_INSERTED, rec->line, p.event,
+                  "it follows no seal event whose records are due (it names batch %lld)",
+                  (long long)p.batch);
+    } else if (p.event != st->seal.event_id || p.batch != st->seal.batch) {
+        rc = fail(st, VERIFY_INSERTED, rec->line, st->seal.event_id,
+                  "it names batch %lld (event %lld), but batch %lld's records are due here",
+                  (long long)p.batch, (long long)p.event, (long long)st->seal.batch);
+    } else if (p.index > st->seal.next) {
+        int64_t to = p.index - 1;
+        st->res->request_id[0] = '\0';
+        rc = fail(st, VERIFY_MISSING, rec->line, st->seal.event_id,
+                  "request records %lld..%lld of batch %lld are not in the export (they belong "
+                  "before this line)",
+                  (long long)st->seal.next, (long long)to, (long long)st->seal.batch);
+    } else if (p.index < st->seal.next) {
+        rc = fail(st, VERIFY_REORDERED, rec->line, st->seal.event_id,
+                  "its index %lld in batch %lld comes after index %lld", (long long)p.index,
+                  (long long)st->seal.batch, (long long)st->seal.next - 1);
+    } else if ((fault = record_fault(st, &p, &kind, why, sizeof(why))) != NULL) {
+        rc = fail(st, kind, rec->line, st->seal.event_id, "%s", fault);
+    } else {
+        st->res->request_id[0] = '\0';
+        st->seal.next++;
+        st->seal.prev_id = p.id;
+        st->res->serve_records++;
+        if (st->seal.next == st->seal.count) {
+            st->seal.active = 0;
+            st->res->serve_batches++;
+        }
+    }
+out:
+    serve_proof_cleanup(&p);
+    return rc;
+}
+
 static enum rc stream(struct vstate *st)
 {
     struct export_record rec;
@@ -409,7 +589,13 @@ static enum rc stream(struct vstate *st)
             snprintf(st->res->message, sizeof(st->res->message), "%s", e.message);
             return rc;
         }
-        if ((rc = check_record(st, &rec)) != RC_OK)
+        if (rec.serve)
+            rc = check_serve(st, &rec);
+        else if (st->seal.active)
+            rc = fail_records_missing(st, rec.line, "before this line");
+        else if ((rc = check_record(st, &rec)) == RC_OK)
+            rc = note_seal(st, &rec);
+        if (rc != RC_OK)
             return rc;
     }
 }
@@ -528,8 +714,15 @@ static enum rc finish(struct vstate *st)
     if (st->m_trust == M_BAD_SIGNATURE)
         return fail(st, VERIFY_SIGNATURE, mline, 0,
                     "the manifest's signature is not valid for key %s", audit_key_id(st->key));
+    if (st->seal.active)
+        return fail_records_missing(st, mline, "at the end");
     if ((rc = check_ends(st, mline)) != RC_OK || (rc = check_checkpoints(st, mline)) != RC_OK)
         return rc;
+    if (st->res->serve_records != (st->m_serve < 0 ? 0 : st->m_serve))
+        return fail(st, VERIFY_MANIFEST, mline, 0,
+                    "the manifest says %lld request records, the export holds %lld",
+                    (long long)(st->m_serve < 0 ? 0 : st->m_serve),
+                    (long long)st->res->serve_records);
     if (!export_reader_events_sha256(st->r, all) || strcmp(all, st->m_events_sha256) != 0)
         return fail(st, VERIFY_MODIFIED, mline, 0,
                     "the bytes before the manifest are not the signed ones (events_sha256 "

@@ -12,6 +12,16 @@
  * and hashes at both ends, the checkpoints and events_sha256. It stops at the first failure and
  * names it by line number and, where there is one, event id.
  *
+ * Gateway request records (docs/audit-export.md, "Gateway request records")
+ * follow the seal event ("serve.requests.seal") of their batch, every one
+ * of the batch in leaf order: each record's hash is recomputed from its
+ * fields (common/serve_record.h) and its inclusion proof checked against
+ * the root that event holds (common/merkle.h); a failure names the record by
+ * its request id (request_id) and the seal event (event_id). Only the
+ * current batch's root is kept, so memory still does not grow with the
+ * export. An export without records (one from before them) verifies as it
+ * always did.
+ *
  * Thread-safety: reentrant; one reader per call.
  */
 #ifndef TY_CLI_VERIFY_H
@@ -53,6 +63,9 @@ struct verify_result {
     int64_t event_id;                  /* on failure: the event named (0: none) */
     int64_t line;                      /* on failure: the 1-based line named (0: none) */
     char message[320];                 /* on failure: what is wrong (lower case, no period) */
+    char request_id[128];              /* on failure: the request record named ("": none) */
+    int64_t serve_records;             /* gateway request records proven (when ok) */
+    int64_t serve_batches;             /* their sealed batches, each complete (when ok) */
 };
 
 /*

@@ -31,6 +31,7 @@
 #include "retention.h"
 #include "routes.h"
 #include "sched_loop.h"
+#include "serve_seal.h"
 #include "srv.h"
 #include "streams.h"
 #include "templates.h"
@@ -142,6 +143,7 @@ struct server_threads {
     struct webhooks *hooks;
     struct audit_keeper *keeper;
     struct retention *retention;
+    struct serve_seal *seal;
     struct notify_listener *listener;
 };
 
@@ -271,7 +273,7 @@ static enum rc start_serving(struct srv_app *app, struct srv_tls *tls, struct se
         return RC_EINTERNAL;
     if (sched_loop_start(app, &t->sched) != RC_OK || monitor_start(app, &t->monitor) != RC_OK ||
         webhooks_start(app, &t->hooks) != RC_OK || audit_keeper_start(app, &t->keeper) != RC_OK ||
-        retention_start(app, &t->retention) != RC_OK ||
+        retention_start(app, &t->retention) != RC_OK || serve_seal_start(app, &t->seal) != RC_OK ||
         notify_listener_start(app, &t->listener) != RC_OK)
         return RC_EINTERNAL;
     return RC_OK;
@@ -287,6 +289,7 @@ static void stop_all(struct srv_app *app, struct server_threads *t, struct srv_t
     webhooks_stop(t->hooks);
     audit_keeper_stop(t->keeper);
     retention_stop(t->retention);
+    serve_seal_stop(t->seal);
     notify_listener_stop(t->listener); /* it calls into the waiters */
     if (app->waiters != NULL)
         waiters_stop(app->waiters);

@@ -13,6 +13,13 @@
  * sent. export_free() runs when the request ends, read to the end or not,
  * and gives the connection back to the pool (rolling back if needed).
  *
+ * After the line of a "serve.requests.seal" event come its batch's gateway
+ * request records, each with its inclusion proof (docs/audit-export.md,
+ * "Gateway request records"): the rest of that FETCH waits in x->held while
+ * the batch's Merkle tree (its record hashes, read once) gives the proofs
+ * and its records are read EXPORT_SEAL_PAGE_ROWS at a time, in the same
+ * snapshot. Memory stays bounded by one batch's tree and one page.
+ *
  * The export is the one place where a transaction stays open across client
  * I/O (CONVENTIONS.md "SQL"): the manifest must describe exactly one
  * snapshot. It is read only, EXPORT_MAX_RUNNING bounds how many there are,
@@ -40,11 +47,23 @@
 #include "db_audit.h"
 #include "db_audit_keys.h"
 #include "db_audit_sign.h"
+#include "db_serve_seal.h"
 #include "jx.h"
 #include "log.h"
+#include "merkle.h"
 
 /* Exports at once: each holds a database connection for its whole stream. */
 #define EXPORT_MAX_RUNNING 2
+/* A sealed batch's records are read this many at a time, and a buffer
+ * stops taking more of them past EXPORT_SEAL_PAGE_BYTES: one refill holds
+ * at most that much more than one record. */
+#define EXPORT_SEAL_PAGE_ROWS 64
+#define EXPORT_SEAL_PAGE_BYTES (1 << 20)
+/* A record's prompt and answer texts together past this are left out of its
+ * line ("texts_omitted"), which keeps the line under the 1 MiB the verifier
+ * reads; the texts are not part of the record's hash. */
+#define EXPORT_TEXTS_MAX (900 * 1024)
+#define SEAL_ACTION "serve.requests.seal"
 
 static atomic_int g_exports;
 
@@ -195,6 +214,14 @@ enum rc api_audit_retention(struct srv_req *req)
 /* ------------------------------------------------------------------ */
 /* Export                                                               */
 
+/* A seal event's batch, whose records go out right after the event's line. */
+struct seal_out {
+    int64_t event_id, batch_id;
+    struct merkle_tree *tree; /* owned; over the batch's record hashes in id order */
+    size_t count, next;       /* records in the batch; index of the next to write */
+    int64_t after_id;         /* id of the last record written */
+};
+
 struct export
 {
     struct srv_app *app;         /* borrowed */
@@ -214,6 +241,12 @@ struct export
     char first_hash[CRYPTO_SHA256_HEX_LEN + 1], last_hash[CRYPTO_SHA256_HEX_LEN + 1];
     char prev_hash[CRYPTO_SHA256_HEX_LEN + 1]; /* "" when it cannot be vouched for */
     int done;                                  /* the manifest is in buf */
+    PGresult *held;        /* owned: a FETCH of events whose rows from held_row on wait
+                              while a batch's records go out; NULL when all are written */
+    int held_row;          /* */
+    int sealing;           /* seal's records are being written */
+    struct seal_out seal;  /* */
+    int64_t serve_records; /* record lines written */
 };
 
 static void export_free(void *cls)
@@ -225,6 +258,8 @@ static void export_free(void *cls)
     if (x->conn != NULL)
         db_release(x->app->db, x->conn); /* rolls the snapshot back */
     EVP_MD_CTX_free(x->sha);
+    PQclear(x->held);
+    merkle_tree_free(x->seal.tree);
     free(x->buf);
     free(x->from);
     free(x->to);
@@ -491,6 +526,10 @@ static enum rc export_manifest(struct export *x)
         rc = RC_ENOMEM;
         goto out;
     }
+    if (json_object_set_new(m, "serve_records", json_integer((json_int_t)x->serve_records)) != 0) {
+        rc = RC_ENOMEM;
+        goto out;
+    }
     if ((rc = audit_sign_object(x->key, m)) != RC_OK)
         goto out;
     text = jx_dumps(m, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
@@ -514,27 +553,191 @@ out:
     return rc;
 }
 
-/* Refill buf: the next batch of events, or the manifest after the last. */
-static enum rc export_fill(struct export *x)
+/* Column c of row i as a JSON string (NULL: SQL NULL as null); NULL on
+ * text that is not UTF-8 or no memory. */
+static json_t *col_str(const PGresult *res, int i, int c, int null_ok)
+{
+    if (null_ok && PQgetisnull(res, i, c))
+        return json_null();
+    return json_string(PQgetvalue(res, i, c));
+}
+
+/* Column c of row i as a JSON integer; NULL when it is not one. */
+static json_t *col_int(const PGresult *res, int i, int c)
+{
+    int64_t v;
+
+    if (db_parse_i64(PQgetvalue(res, i, c), &v) != RC_OK)
+        return NULL;
+    return json_integer((json_int_t)v);
+}
+
+/*
+ * Record row i (DB_SERVE_RECORD_COLUMNS) of the batch in x->seal as one
+ * line: its fields, its texts, and its inclusion proof at index x->seal.next
+ * (docs/audit-export.md, "Gateway request records").
+ */
+static enum rc export_serve_record(struct export *x, const PGresult *res, int i)
+{
+    static const int strs[] = {1, 2, 7, 8, 10, 11, 12, 17, 18};
+    static const int ids[] = {3, 4, 5, 6};
+    static const int nums[] = {9, 13, 14, 15, 16};
+    uint8_t path[MERKLE_MAX_PATH][MERKLE_HASH_LEN];
+    size_t plen = 0, texts;
+    char hex[CRYPTO_SHA256_HEX_LEN + 1], ebuf[24], bbuf[24], *text = NULL;
+    json_t *o = json_object(), *proof = json_array();
+    int bad = o == NULL || proof == NULL;
+    enum rc rc;
+
+    if ((rc = merkle_tree_proof(x->seal.tree, x->seal.next, path, &plen)) != RC_OK)
+        bad = 1;
+    for (size_t k = 0; !bad && k < plen; k++) {
+        crypto_hex(path[k], MERKLE_HASH_LEN, hex);
+        bad = json_array_append_new(proof, json_string(hex)) != 0;
+    }
+    if (!bad)
+        bad = json_object_set_new(o, "event",
+                                  json_string(db_i64(x->seal.event_id, ebuf, sizeof(ebuf)))) ||
+              json_object_set_new(o, "batch",
+                                  json_string(db_i64(x->seal.batch_id, bbuf, sizeof(bbuf)))) ||
+              json_object_set_new(o, "index", json_integer((json_int_t)x->seal.next)) ||
+              json_object_set_new(o, "count", json_integer((json_int_t)x->seal.count)) ||
+              json_object_set(o, "proof", proof) ||
+              json_object_set_new(o, "id", col_str(res, i, 0, 0));
+    for (size_t k = 0; !bad && k < sizeof(strs) / sizeof(strs[0]); k++)
+        bad = json_object_set_new(o, PQfname(res, strs[k]), col_str(res, i, strs[k], 0)) != 0;
+    for (size_t k = 0; !bad && k < sizeof(ids) / sizeof(ids[0]); k++)
+        bad = json_object_set_new(o, PQfname(res, ids[k]), col_str(res, i, ids[k], 1)) != 0;
+    for (size_t k = 0; !bad && k < sizeof(nums) / sizeof(nums[0]); k++)
+        bad = json_object_set_new(o, PQfname(res, nums[k]), col_int(res, i, nums[k])) != 0;
+    texts = (size_t)PQgetlength(res, i, 19) + (size_t)PQgetlength(res, i, 20);
+    if (!bad && texts > EXPORT_TEXTS_MAX)
+        bad = json_object_set_new(o, "prompt_text", json_null()) ||
+              json_object_set_new(o, "answer_text", json_null()) ||
+              json_object_set_new(o, "texts_omitted", json_true());
+    else if (!bad)
+        bad = json_object_set_new(o, "prompt_text", col_str(res, i, 19, 1)) ||
+              json_object_set_new(o, "answer_text", col_str(res, i, 20, 1));
+    if (!bad)
+        bad = (text = jx_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)) == NULL;
+    if (!bad && x->csv)
+        bad = buf_puts(x, "#serve_record,") != 0 || buf_csv_field(x, text) != 0 ||
+              buf_puts(x, "\n") != 0;
+    else if (!bad)
+        bad = buf_puts(x, "{\"serve_record\":") != 0 || buf_puts(x, text) != 0 ||
+              buf_puts(x, "}\n") != 0;
+    free(text);
+    json_decref(proof);
+    json_decref(o);
+    if (bad)
+        return rc != RC_OK ? rc : RC_ENOMEM;
+    x->seal.next++;
+    x->serve_records++;
+    return RC_OK;
+}
+
+static void seal_end(struct export *x)
+{
+    merkle_tree_free(x->seal.tree);
+    memset(&x->seal, 0, sizeof(x->seal));
+    x->sealing = 0;
+}
+
+/* After the line of seal event event_id: its batch's tree, so that its
+ * records (written by export_seal_page) carry their proofs. A seal event
+ * whose batch has no records left writes none, and the verifier says so. */
+static enum rc export_seal_start(struct export *x, int64_t event_id)
+{
+    uint8_t(*values)[MERKLE_HASH_LEN] = NULL;
+    int64_t batch = 0;
+    size_t n = 0;
+    enum rc rc = db_serve_batch_of_event(x->conn, event_id, &batch, x->req_id);
+
+    if (rc == RC_ENOTFOUND)
+        return RC_OK;
+    if (rc == RC_OK)
+        rc = db_serve_batch_hashes(x->conn, batch, &values, &n, x->req_id);
+    if (rc == RC_OK && n > 0) {
+        x->seal = (struct seal_out){.event_id = event_id, .batch_id = batch, .count = n};
+        rc = merkle_tree_new((const uint8_t(*)[MERKLE_HASH_LEN])values, n, &x->seal.tree);
+        x->sealing = rc == RC_OK;
+    }
+    free(values);
+    return rc;
+}
+
+/* The next page of the batch's records. */
+static enum rc export_seal_page(struct export *x)
 {
     PGresult *res = NULL;
-    enum rc rc = audit_export_fetch(x->conn, &res, x->req_id);
-    int rows;
+    enum rc rc = db_serve_batch_records(x->conn, x->seal.batch_id, x->seal.after_id,
+                                        EXPORT_SEAL_PAGE_ROWS, &res, x->req_id);
+    int rows = rc == RC_OK ? PQntuples(res) : 0;
 
-    if (rc != RC_OK)
-        return rc;
-    rows = PQntuples(res);
-    if (rows > 0 && x->anchor < 0) {
-        int64_t first = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-        rc = export_anchor(x, first - 1);
+    for (int i = 0; rc == RC_OK && i < rows && x->seal.next < x->seal.count; i++) {
+        if (x->len >= EXPORT_SEAL_PAGE_BYTES)
+            break; /* the rest on the next refill */
+        if ((rc = export_serve_record(x, res, i)) == RC_OK &&
+            db_parse_i64(PQgetvalue(res, i, 0), &x->seal.after_id) != RC_OK)
+            rc = RC_EINTERNAL;
     }
-    for (int i = 0; rc == RC_OK && i < rows; i++)
-        rc = export_row(x, res, i);
+    if (rc == RC_OK && (rows == 0 || x->seal.next >= x->seal.count))
+        seal_end(x);
     PQclear(res);
+    return rc;
+}
+
+/* The events of x->held from held_row on, up to and including the next seal
+ * event, whose records then go out first. */
+static enum rc export_events(struct export *x)
+{
+    int rows = PQntuples(x->held);
+    enum rc rc = RC_OK;
+
+    while (rc == RC_OK && x->held_row < rows) {
+        int i = x->held_row++;
+        rc = export_row(x, x->held, i);
+        if (rc == RC_OK && strcmp(PQgetvalue(x->held, i, 4), SEAL_ACTION) == 0) {
+            rc = export_seal_start(x, x->last_id);
+            if (x->sealing)
+                break;
+        }
+    }
+    if (x->held_row >= rows) {
+        PQclear(x->held);
+        x->held = NULL;
+    }
+    return rc;
+}
+
+/* Refill buf: a page of a sealed batch's records, the next events, or the
+ * manifest after the last. */
+static enum rc export_fill(struct export *x)
+{
+    enum rc rc = RC_OK;
+    int fetched = 0;
+
+    if (x->sealing) {
+        rc = export_seal_page(x);
+    } else {
+        if (x->held == NULL) {
+            if ((rc = audit_export_fetch(x->conn, &x->held, x->req_id)) != RC_OK)
+                return rc;
+            x->held_row = 0;
+            fetched = PQntuples(x->held);
+            if (fetched > 0 && x->anchor < 0)
+                rc = export_anchor(x, strtoll(PQgetvalue(x->held, 0, 0), NULL, 10) - 1);
+            if (fetched == 0) {
+                PQclear(x->held);
+                x->held = NULL;
+                return export_manifest(x);
+            }
+        }
+        if (rc == RC_OK)
+            rc = export_events(x);
+    }
     if (rc == RC_OK && x->len > 0 && EVP_DigestUpdate(x->sha, x->buf, x->len) != 1)
         rc = RC_EINTERNAL;
-    if (rc == RC_OK && rows == 0)
-        rc = export_manifest(x);
     return rc;
 }
 

@@ -56,6 +56,7 @@ static _Atomic uint64_t g_polls_expired;
 static _Atomic int64_t g_polls_parked;
 static _Atomic uint64_t g_lead[METRICS_LEAD_NEVENTS];
 static _Atomic uint64_t g_state_reads;
+static _Atomic uint64_t g_serve_sealed, g_serve_batches;
 /* Wall clock at metrics_mark_start(); 0 until then. */
 static _Atomic int64_t g_start_s;
 
@@ -133,6 +134,12 @@ void metrics_db_pool_wait(int64_t waited_us, int timed_out)
 void metrics_webhook_failure(void)
 {
     add(&g_webhook_failures, 1);
+}
+
+void metrics_serve_sealed(int records)
+{
+    add(&g_serve_sealed, records > 0 ? (uint64_t)records : 0);
+    add(&g_serve_batches, 1);
 }
 
 void metrics_state_read(void)
@@ -351,6 +358,12 @@ static void render_process(const struct srv_app *app, struct out *o)
          "Webhook delivery attempts that failed (network error or non-2xx answer)");
     put(o, "trainyard_webhook_delivery_failures_total %llu\n",
         (unsigned long long)get(&g_webhook_failures));
+    head(o, "trainyard_serve_sealed_records_total", "counter",
+         "Gateway request records this replica sealed into the audit chain");
+    put(o, "trainyard_serve_sealed_records_total %llu\n", (unsigned long long)get(&g_serve_sealed));
+    head(o, "trainyard_serve_seal_batches_total", "counter",
+         "Batches of request records this replica sealed (one serve.requests.seal event each)");
+    put(o, "trainyard_serve_seal_batches_total %llu\n", (unsigned long long)get(&g_serve_batches));
     head(o, "trainyard_job_restarts_total", "counter",
          "Jobs this replica moved to RESTARTING after a failed or lost attempt");
     put(o, "trainyard_job_restarts_total %llu\n", (unsigned long long)get(&g_job_restarts));
@@ -430,6 +443,10 @@ static void render_cluster(struct out *o, const struct db_scrape_snapshot *s)
     head(o, "trainyard_audit_events_total", "counter",
          "Audit events appended to the chain, ever (rate() gives the append rate)");
     put(o, "trainyard_audit_events_total %.17g\n", row_value(s, DB_SCRAPE_AUDIT_SEQ, NULL));
+    head(o, "trainyard_serve_unsealed_records", "gauge",
+         "Gateway request records not sealed into the audit chain yet");
+    put(o, "trainyard_serve_unsealed_records %.17g\n",
+        row_value(s, DB_SCRAPE_SERVE_UNSEALED, NULL));
 }
 
 enum rc metrics_render(const struct srv_app *app, const struct db_scrape_snapshot *snap,

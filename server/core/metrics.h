@@ -56,6 +56,11 @@ void metrics_webhook_failure(void);
  * many scrapes it answered. */
 void metrics_state_read(void);
 
+/* A batch of gateway request records this process sealed
+ * (loops/serve_seal.c): trainyard_serve_sealed_records_total and
+ * trainyard_serve_seal_batches_total. */
+void metrics_serve_sealed(int records);
+
 /* A job this process moved to RESTARTING after a failed or lost attempt. */
 void metrics_job_restart(void);
 
@@ -83,15 +88,16 @@ void metrics_lead_event(enum metrics_lead_event e);
  * reads from PostgreSQL in one query. Kinds of rows; each names the metric
  * it feeds in metrics.c. */
 enum db_scrape_kind {
-    DB_SCRAPE_QUEUE = 0,     /* label: team name; value: QUEUED + RESTARTING jobs */
-    DB_SCRAPE_JOB_STATE,     /* label: state; value: jobs in it */
-    DB_SCRAPE_GPUS_TOTAL,    /* value: GPUs registered */
-    DB_SCRAPE_GPUS_USED,     /* value: GPUs in live allocations */
-    DB_SCRAPE_GPUS_IDLE,     /* value: allocated GPUs last reported below 5 % busy */
-    DB_SCRAPE_GPUS_DOWN,     /* value: GPUs on nodes that are down */
-    DB_SCRAPE_NODE_STATE,    /* label: state; value: nodes in it */
-    DB_SCRAPE_HEARTBEAT_AGE, /* label: node name; value: seconds since its last heartbeat */
-    DB_SCRAPE_AUDIT_SEQ,     /* value: audit events appended, ever (the head's seq) */
+    DB_SCRAPE_QUEUE = 0,      /* label: team name; value: QUEUED + RESTARTING jobs */
+    DB_SCRAPE_JOB_STATE,      /* label: state; value: jobs in it */
+    DB_SCRAPE_GPUS_TOTAL,     /* value: GPUs registered */
+    DB_SCRAPE_GPUS_USED,      /* value: GPUs in live allocations */
+    DB_SCRAPE_GPUS_IDLE,      /* value: allocated GPUs last reported below 5 % busy */
+    DB_SCRAPE_GPUS_DOWN,      /* value: GPUs on nodes that are down */
+    DB_SCRAPE_NODE_STATE,     /* label: state; value: nodes in it */
+    DB_SCRAPE_HEARTBEAT_AGE,  /* label: node name; value: seconds since its last heartbeat */
+    DB_SCRAPE_AUDIT_SEQ,      /* value: audit events appended, ever (the head's seq) */
+    DB_SCRAPE_SERVE_UNSEALED, /* value: gateway request records not sealed yet */
     DB_SCRAPE_NKINDS
 };
 

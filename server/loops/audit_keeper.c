@@ -215,9 +215,7 @@ enum rc audit_keeper_start(struct srv_app *app, struct audit_keeper **out)
     if ((k = calloc(1, sizeof(*k))) == NULL)
         return RC_ENOMEM;
     k->app = app;
-    loop_wait_init(&k->wait);
-    if (pthread_create(&k->thread, NULL, keeper_main, k) != 0) {
-        loop_wait_cleanup(&k->wait);
+    if (loop_thread_start(&k->wait, &k->thread, keeper_main, k) != RC_OK) {
         free(k);
         return RC_EINTERNAL;
     }
@@ -229,8 +227,6 @@ void audit_keeper_stop(struct audit_keeper *k)
 {
     if (k == NULL)
         return;
-    loop_wait_stop(&k->wait);
-    pthread_join(k->thread, NULL);
-    loop_wait_cleanup(&k->wait);
+    loop_thread_stop(&k->wait, k->thread);
     free(k);
 }

@@ -53,3 +53,20 @@ void loop_wait_stop(struct loop_wait *w)
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
 }
+
+enum rc loop_thread_start(struct loop_wait *w, pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+    loop_wait_init(w);
+    if (pthread_create(thread, NULL, fn, arg) != 0) {
+        loop_wait_cleanup(w);
+        return RC_EINTERNAL;
+    }
+    return RC_OK;
+}
+
+void loop_thread_stop(struct loop_wait *w, pthread_t thread)
+{
+    loop_wait_stop(w);
+    pthread_join(thread, NULL);
+    loop_wait_cleanup(w);
+}

@@ -15,6 +15,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "err.h"
+
 struct loop_wait {
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -33,5 +35,14 @@ int loop_wait_until(struct loop_wait *w, int64_t deadline_ms);
 
 /* Stop: a sleep in progress returns 0 at once, and so does every later one. */
 void loop_wait_stop(struct loop_wait *w);
+
+/*
+ * A loop's thread with its wait: loop_thread_start() sets w up and runs
+ * fn(arg) on a new thread (*thread); RC_EINTERNAL, w cleaned up again, when
+ * the thread cannot start. loop_thread_stop() stops w, joins the thread and
+ * cleans w up. The caller's thread; the loop's struct holds both.
+ */
+enum rc loop_thread_start(struct loop_wait *w, pthread_t *thread, void *(*fn)(void *), void *arg);
+void loop_thread_stop(struct loop_wait *w, pthread_t thread);
 
 #endif

@@ -53,6 +53,8 @@ static void pass(struct retention *t, PGconn *c)
         [DB_RETAIN_JOB_LOGS] = cfg->retain_job_logs_days,
         [DB_RETAIN_JOB_METRICS] = cfg->retain_job_metrics_days,
         [DB_RETAIN_JOB_EVENTS] = cfg->retain_job_events_days,
+        /* Each record's deployment says how long its texts stay. */
+        [DB_RETAIN_SERVE_TEXTS] = 1,
     };
 
     for (int k = 0; k < DB_RETAIN_NKINDS && !app_stopping(t->app); k++) {
@@ -123,9 +125,7 @@ enum rc retention_start(struct srv_app *app, struct retention **out)
     if ((t = calloc(1, sizeof(*t))) == NULL)
         return RC_ENOMEM;
     t->app = app;
-    loop_wait_init(&t->wait);
-    if (pthread_create(&t->thread, NULL, retention_main, t) != 0) {
-        loop_wait_cleanup(&t->wait);
+    if (loop_thread_start(&t->wait, &t->thread, retention_main, t) != RC_OK) {
         free(t);
         return RC_EINTERNAL;
     }
@@ -137,8 +137,6 @@ void retention_stop(struct retention *t)
 {
     if (t == NULL)
         return;
-    loop_wait_stop(&t->wait);
-    pthread_join(t->thread, NULL);
-    loop_wait_cleanup(&t->wait);
+    loop_thread_stop(&t->wait, t->thread);
     free(t);
 }

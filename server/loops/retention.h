@@ -1,7 +1,8 @@
 /*
  * retention.h - the thread that removes what is past its age (sessions,
  * webhook deliveries, finished jobs' output lines, metric points and
- * events; db_retention.h) and folds the job counts by state that /metrics
+ * events; the texts of gateway request records past their deployment's
+ * keep_texts_days; db_retention.h) and folds the job counts by state that /metrics
  * reads (db_state_counts_fold).
  *
  * One replica at a time does the work: each time something is due, the
@@ -10,7 +11,8 @@
  * back; a replica that finds the lock taken skips that turn. Between turns
  * it holds no connection.
  *
- * It runs a pass over every kind whose cfg->retain_*_days is not 0 at start
+ * It runs a pass over every kind whose cfg->retain_*_days is not 0 (and
+ * over the request records' texts, whose age each deployment sets) at start
  * and then every cfg->retention_interval_s: batches
  * of cfg->retention_batch_rows rows, each its own transaction, at most
  * RETENTION_MAX_BATCHES per kind and pass, one audit event per kind and

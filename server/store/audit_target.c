@@ -26,6 +26,7 @@ static const char *const numbered_kinds[] = {
     [AUDIT_TARGET_JOIN_TOKEN] = "join_token",
     [AUDIT_TARGET_WEBHOOK] = "webhook",
     [AUDIT_TARGET_EXPORT] = "export",
+    [AUDIT_TARGET_SERVE_BATCH] = "serve:batch",
 };
 
 #define NKINDS(t) (sizeof(t) / sizeof((t)[0]))
@@ -109,7 +110,8 @@ int audit_target_valid(const char *target)
     if (target == NULL || strcmp(target, AUDIT_TARGET_NONE) == 0 ||
         strcmp(target, AUDIT_TARGET_POLICY) == 0 || strcmp(target, AUDIT_TARGET_AUDIT) == 0)
         return 1;
-    if ((colon = strchr(target, ':')) == NULL)
+    /* The last colon: a kind may hold one ("serve:batch"), a key never does. */
+    if ((colon = strrchr(target, ':')) == NULL)
         return 0;
     klen = (size_t)(colon - target);
     key = colon + 1;

@@ -8,8 +8,10 @@
  * - by name: users, nodes, teams, sites, datasets and models. Each has a unique name
  *   that no API changes, and the name is what people know the object by and
  *   what actors carry ("user:alice" acts, "user:alice" is acted on).
- * - by id: jobs, API tokens, join tokens, webhooks and export requests. Their
- *   names, where they have one, are neither unique nor required.
+ * - by id: jobs, API tokens, join tokens, webhooks, export requests and
+ *   sealed batches of gateway request records ("serve:batch", a kind with a
+ *   colon of its own: the key is what follows the last colon). Their names,
+ *   where they have one, are neither unique nor required.
  *
  * The compliance policy ("policy") and the audit trail ("audit:events") have
  * one fixed target each; an event about no single object has the empty one.
@@ -50,7 +52,8 @@ enum audit_target_numbered {
     AUDIT_TARGET_TOKEN,
     AUDIT_TARGET_JOIN_TOKEN,
     AUDIT_TARGET_WEBHOOK,
-    AUDIT_TARGET_EXPORT
+    AUDIT_TARGET_EXPORT,
+    AUDIT_TARGET_SERVE_BATCH /* "serve:batch:<id>": a sealed batch of gateway request records */
 };
 
 /*

@@ -187,6 +187,28 @@ static enum rc retention_target(PGconn *conn, int min_days, int *days, int64_t *
     return rc;
 }
 
+/* The gateway request records of the batches sealed by events up to
+ * through, and those batches; *removed the records. */
+static enum rc delete_serve_records(PGconn *conn, int64_t through, int64_t *removed,
+                                    const char *req_id)
+{
+    char tbuf[24];
+    const char *p[] = {db_i64(through, tbuf, sizeof(tbuf))};
+    PGresult *res = db_exec(conn,
+                            "DELETE FROM serve_requests WHERE batch_id IN (SELECT id FROM "
+                            "serve_batches WHERE audit_seq <= $1::bigint)",
+                            1, p);
+    enum rc rc = db_result_rc(res, req_id);
+
+    if (rc == RC_OK && db_parse_i64(PQcmdTuples(res), removed) != RC_OK)
+        rc = RC_EINTERNAL;
+    PQclear(res);
+    if (rc == RC_OK)
+        rc = db_exec_ok(conn, req_id, "DELETE FROM serve_batches WHERE audit_seq <= $1::bigint", 1,
+                        p);
+    return rc;
+}
+
 enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, int min_days,
                             const char *actor, const char *source,
                             struct audit_retention_result *out, const char *req_id)
@@ -196,16 +218,29 @@ enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, int min_d
     char hash[CRYPTO_SHA256_HEX_LEN + 1] = "", tbuf[24], cbuf[24];
     json_t *details = NULL;
     struct audit_event ev;
+    int64_t records_through = 0;
 
     memset(out, 0, sizeof(*out));
     if ((rc = db_begin(conn)) != RC_OK)
         return rc;
+    /* Lock order: the sealed records (rows of another table) before the
+     * head. The target is found again under the head's lock. */
+    if ((rc = retention_target(conn, min_days, &out->retention_days, &records_through, hash,
+                               req_id)) != RC_OK)
+        goto out;
+    if (records_through > 0 &&
+        (rc = delete_serve_records(conn, records_through, &out->serve_records, req_id)) != RC_OK)
+        goto out;
     /* The head lock keeps appends out until the removal commits. */
     if ((rc = db_exec_ok(conn, req_id, "SELECT seq FROM audit_head FOR UPDATE", 0, NULL)) != RC_OK)
         goto out;
     if ((rc = retention_target(conn, min_days, &out->retention_days, &out->through, hash,
                                req_id)) != RC_OK)
         goto out;
+    if (NEVER(out->through < records_through)) {
+        rc = RC_EINTERNAL; /* the cut-off is the transaction's now(): it cannot move back */
+        goto out;
+    }
     if (out->through == 0)
         goto out; /* nothing old enough */
     if (hash[0] == '\0') {
@@ -239,7 +274,9 @@ enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, int min_d
         json_pack("{s:s,s:I,s:s,s:i}", "removed_through", tbuf, "count", (json_int_t)out->removed,
                   "checkpoint_id", db_i64(out->checkpoint_id, cbuf, sizeof(cbuf)), "retention_days",
                   out->retention_days);
-    if (details == NULL) {
+    if (details == NULL ||
+        (out->serve_records > 0 &&
+         json_object_set_new(details, "serve_records", json_integer(out->serve_records)) != 0)) {
         rc = RC_ENOMEM;
         goto out;
     }

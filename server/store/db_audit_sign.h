@@ -53,6 +53,7 @@ struct audit_retention_result {
     int64_t event_id;      /* the audit.retention event; 0 when none */
     int retention_days;    /* the age used: the policy's audit_retention_days, or min_days
                               when that is longer */
+    int64_t serve_records; /* gateway request records deleted with their seal events */
 };
 
 /*
@@ -62,6 +63,14 @@ struct audit_retention_result {
  * 'retention' checkpoint for it, delete the events up to it and append an "audit.retention" event
  * by who (actor, source; action etc. are ignored). Nothing is written when there is nothing to
  * remove (out->removed 0).
+ *
+ * The gateway request records of the batches whose seal events go, and
+ * those batches, go too (details.serve_records counts them when there are
+ * any). They are deleted first, before the head is locked (lock order: other
+ * tables' rows, then the audit head), for the target found then; the target
+ * found under the head's lock is the same or later (the cut-off is the
+ * transaction's now()), so every record deleted had its seal event deleted
+ * in the same transaction, and a record whose event stays is never deleted.
  */
 enum rc audit_retention_run(PGconn *conn, const struct audit_key *key, int min_days,
                             const char *actor, const char *source,

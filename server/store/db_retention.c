@@ -26,8 +26,10 @@
 
 struct kind_sql {
     const char *name;
-    const char *del; /* $1 days, $2 batch rows (sessions, deliveries); $1 job ids, $2 rows */
+    const char *del; /* $1 days, $2 batch rows (sessions, deliveries); $1 job ids, $2 rows;
+                        $1 rows (own_age) */
     int of_jobs;
+    int own_age; /* each row's age limit is its own (serve_texts): no days */
 };
 
 static const struct kind_sql kinds[DB_RETAIN_NKINDS] = {
@@ -35,26 +37,36 @@ static const struct kind_sql kinds[DB_RETAIN_NKINDS] = {
                             "DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM "
                             "sessions WHERE expires_at < now() - make_interval(days => $1::int) "
                             "ORDER BY expires_at LIMIT $2::int FOR UPDATE SKIP LOCKED)",
-                            0},
+                            0, 0},
     [DB_RETAIN_WEBHOOK_DELIVERIES] = {"webhook_deliveries",
                                       "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM "
                                       "webhook_deliveries WHERE status <> 'pending' AND "
                                       "created_at < now() - make_interval(days => $1::int) "
                                       "ORDER BY created_at, id LIMIT $2::int "
                                       "FOR UPDATE SKIP LOCKED)",
-                                      0},
+                                      0, 0},
     [DB_RETAIN_JOB_LOGS] = {"job_logs",
                             "DELETE FROM job_logs WHERE id IN (SELECT id FROM job_logs "
                             "WHERE job_id = ANY($1::bigint[]) LIMIT $2::int)",
-                            1},
+                            1, 0},
     [DB_RETAIN_JOB_METRICS] = {"job_metrics",
                                "DELETE FROM metrics WHERE id IN (SELECT id FROM metrics "
                                "WHERE job_id = ANY($1::bigint[]) LIMIT $2::int)",
-                               1},
+                               1, 0},
     [DB_RETAIN_JOB_EVENTS] = {"job_events",
                               "DELETE FROM job_events WHERE id IN (SELECT id FROM job_events "
                               "WHERE job_id = ANY($1::bigint[]) LIMIT $2::int)",
-                              1},
+                              1, 0},
+    /* Oldest first along serve_requests_texts (sql/027); the deployment's
+     * keep_texts_days says which are due. */
+    [DB_RETAIN_SERVE_TEXTS] = {"serve_texts",
+                               "UPDATE serve_requests SET prompt_text = NULL, answer_text = NULL "
+                               "WHERE id IN (SELECT r.id FROM serve_requests r LEFT JOIN "
+                               "deployments d ON d.id = r.deployment_id WHERE (r.prompt_text IS "
+                               "NOT NULL OR r.answer_text IS NOT NULL) AND r.ts < now() - "
+                               "make_interval(days => coalesce(d.keep_texts_days, 0)) "
+                               "ORDER BY r.ts, r.id LIMIT $1::int FOR UPDATE OF r SKIP LOCKED)",
+                               0, 1},
 };
 
 /* The next jobs after the cursor that finished more than $3 days ago, locked
@@ -122,8 +134,11 @@ static enum rc pick_jobs(struct batch *b, const char *cur_ts, const char *cur_id
 static enum rc audit_pass(struct batch *b, int64_t count)
 {
     json_t *details =
-        json_pack("{s:s,s:I,s:i,s:i}", "kind", kinds[b->kind].name, "count", (json_int_t)count,
-                  "retain_days", b->days, "batches", b->passes_batches);
+        kinds[b->kind].own_age
+            ? json_pack("{s:s,s:I,s:i}", "kind", kinds[b->kind].name, "count", (json_int_t)count,
+                        "batches", b->passes_batches)
+            : json_pack("{s:s,s:I,s:i,s:i}", "kind", kinds[b->kind].name, "count",
+                        (json_int_t)count, "retain_days", b->days, "batches", b->passes_batches);
     struct audit_event ev = {.actor = "system",
                              .source = "",
                              .action = "retention.delete",
@@ -177,6 +192,10 @@ static enum rc batch_body(void *arg)
             goto out;
         const char *p[] = {jobs.ids, rbuf};
         r = db_exec(b->c, k->del, 2, p);
+    } else if (k->own_age) {
+        PQclear(r);
+        const char *p[] = {rbuf};
+        r = db_exec(b->c, k->del, 1, p);
     } else {
         PQclear(r);
         snprintf(dbuf, sizeof(dbuf), "%d", b->days);

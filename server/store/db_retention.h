@@ -21,6 +21,14 @@
  *                       finished more than days ago; a running or recently
  *                       finished job's rows are never touched. The job rows
  *                       themselves stay.
+ *   serve_texts         clears (sets to NULL) the prompt and answer texts of
+ *                       gateway request records older than their
+ *                       deployment's keep_texts_days (0 for a record of no
+ *                       deployment); the records and their hashes stay (the
+ *                       record's hash never covered the texts). Each row
+ *                       carries its own age: days is not used (pass 1), and
+ *                       the event's details have no retain_days. Rows are
+ *                       taken SKIP LOCKED before the audit head.
  *
  * Lock order (db.h): a batch of a job kind locks its jobs (ascending id,
  * FOR UPDATE) before their rows, and the audit head last; sessions and
@@ -43,6 +51,7 @@ enum db_retention_kind {
     DB_RETAIN_JOB_LOGS,
     DB_RETAIN_JOB_METRICS,
     DB_RETAIN_JOB_EVENTS,
+    DB_RETAIN_SERVE_TEXTS,
     DB_RETAIN_NKINDS
 };
 

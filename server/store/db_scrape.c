@@ -13,7 +13,9 @@
  * enum db_scrape_kind. Every part is bounded by teams, states, nodes, GPUs
  * or waiting jobs, never by jobs over time: the job counts by state are the
  * sums of job_state_counts, which the jobs' own changes keep and the
- * retention loop folds (sql/020_retention.sql). */
+ * retention loop folds (sql/020_retention.sql). The unsealed request
+ * records are read from their partial index (serve_requests_unsealed), which
+ * holds only what the seal loop has yet to seal: about a second's requests. */
 static const char *const metrics_sql =
     "SELECT 0, t.name, count(j.id)::float8 FROM teams t LEFT JOIN jobs j ON j.team_id = t.id "
     "AND j.state IN ('QUEUED', 'RESTARTING') GROUP BY t.name "
@@ -34,7 +36,8 @@ static const char *const metrics_sql =
     "UNION ALL SELECT 6, state, count(*)::float8 FROM nodes GROUP BY state "
     "UNION ALL SELECT 7, name, extract(epoch FROM now() - last_seen_at)::float8 FROM nodes "
     "WHERE last_seen_at IS NOT NULL "
-    "UNION ALL SELECT 8, '', seq::float8 FROM audit_head";
+    "UNION ALL SELECT 8, '', seq::float8 FROM audit_head "
+    "UNION ALL SELECT 9, '', count(*)::float8 FROM serve_requests WHERE batch_id IS NULL";
 
 enum rc db_scrape_read(PGconn *c, struct db_scrape_snapshot *out)
 {

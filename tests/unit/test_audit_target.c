@@ -170,13 +170,15 @@ static void test_valid_agrees_with_the_document(void **state)
     const char *samples[] = {
         "", "policy", "audit:events", "user:alice", "user:li.wei", "node:gpu-07", "node:7",
         "team:alpha", "site:default", "dataset:ct-2025.v2", "job:1", "job:42", "token:3",
-        "join_token:5", "webhook:9", "export:12", "job:9223372036854775807",
+        "join_token:5", "webhook:9", "export:12", "job:9223372036854775807", "serve:batch:1",
+        "serve:batch:4096",
         /* not a form */
         "user:", "user:Alice", "user:-x", "user:a b", "user:a:b", "node:gpu 7", "job:", "job:0",
         "job:01", "job:-1", "job:gpu-1", "job:1a", "token:x", "export:", "team:", "policy:1",
         "Policy", "audit", "audit:", "audit:event", "audit:events ", " job:1", "job:1 ", "job",
         "jobs:1", "users:alice", "node", ":", "x:y", "join-token:1", "join_token:a", "webhook:1,2",
-        "dataset:a/b", "user:alice\n", NULL};
+        "dataset:a/b", "user:alice\n", "serve:batch:", "serve:batch:0", "serve:batch:x", "serve:1",
+        "serve:batch", "batch:1", "serve:batch:1:2", "job:serve:batch:1", NULL};
     int n = doc_patterns(re, MAX_PATTERNS);
     (void)state;
 
