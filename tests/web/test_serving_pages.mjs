@@ -20,11 +20,12 @@
 //     Chinese on the name field; the version that confirm registered is the
 //     one the next confirm (another name) deploys, not registered twice;
 //  8. every page above in zh-CN and en at 1280 and 390 px: no untranslated
-//     key, no sideways scroll, screenshots; no console or page error.
+//     key, no control without a name, no sideways scroll, screenshots; no
+//     console or page error.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { JOB_MS, api } from './lib.mjs';
+import { JOB_MS, api, unlabeled } from './lib.mjs';
 import { startStack, newPage, open, signIn, waitFor, SHOTS, untranslated, pageOverflow } from './admin_stack.mjs';
 
 const MODEL = 'ddp-mlp-demo';
@@ -34,6 +35,7 @@ async function layout(page, what) {
   const over = await pageOverflow(page);
   assert.ok(over.scrollWidth <= over.clientWidth, `${what}: no sideways scroll: ${JSON.stringify(over)}`);
   assert.deepEqual(await untranslated(page), [], `${what}: untranslated keys`);
+  assert.deepEqual(await unlabeled(page), [], `${what}: controls without a name`);
 }
 
 test('serving in the dashboard: deploy from a job, replicas, chat, canary and roll back, models and deployments', { timeout: 1_500_000 }, async (t) => {
