@@ -80,6 +80,11 @@ int cli_cmd_advisor(int argc, char **argv, FILE *out, FILE *err);
 /* trainyard queue [--json] [--server URL] (cmd_queue.c). */
 int cli_cmd_queue(int argc, char **argv, FILE *out, FILE *err);
 
+/* trainyard deploy MODEL[:VERSION|@ALIAS] --name N ... and trainyard
+ * deployments [list | show | scale | stop | start NAME] (cmd_deploy.c). */
+int cli_cmd_deploy(int argc, char **argv, FILE *out, FILE *err);
+int cli_cmd_deployments(int argc, char **argv, FILE *out, FILE *err);
+
 /* Why a forecast entry (docs/queue.md) waits, in English, from its reason
  * {code, params}, into buf (always terminated). entry is borrowed. */
 void cli_queue_reason(const json_t *entry, char *buf, size_t size);

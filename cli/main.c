@@ -26,15 +26,26 @@ static int cmd_help(int argc, char **argv, FILE *out, FILE *err);
 
 /* In the order `trainyard help` shows them. */
 static const struct main_command commands[] = {
-    {"login", S_LOGIN, cli_cmd_login},       {"logout", S_LOGOUT, cli_cmd_logout},
-    {"submit", S_SUBMIT, cli_cmd_submit},    {"ls", S_LS, cli_cmd_ls},
-    {"show", S_SHOW, cli_cmd_show},          {"logs", S_LOGS, cli_cmd_logs},
-    {"cancel", S_CANCEL, cli_cmd_cancel},    {"queue", S_QUEUE, cli_cmd_queue},
-    {"nodes", S_NODES, cli_cmd_nodes},       {"drain", S_DRAIN, cli_cmd_drain},
-    {"undrain", S_UNDRAIN, cli_cmd_undrain}, {"templates", S_TEMPLATES, cli_cmd_templates},
-    {"advisor", S_ADVISOR, cli_cmd_advisor}, {"tokens", S_TOKENS, cli_cmd_tokens},
-    {"models", S_MODELS, cli_cmd_models},    {"audit", S_AUDIT, cli_cmd_audit},
-    {"version", S_VERSION, cmd_version},     {"help", S_HELP, cmd_help},
+    {"login", S_LOGIN, cli_cmd_login},
+    {"logout", S_LOGOUT, cli_cmd_logout},
+    {"submit", S_SUBMIT, cli_cmd_submit},
+    {"ls", S_LS, cli_cmd_ls},
+    {"show", S_SHOW, cli_cmd_show},
+    {"logs", S_LOGS, cli_cmd_logs},
+    {"cancel", S_CANCEL, cli_cmd_cancel},
+    {"queue", S_QUEUE, cli_cmd_queue},
+    {"nodes", S_NODES, cli_cmd_nodes},
+    {"drain", S_DRAIN, cli_cmd_drain},
+    {"undrain", S_UNDRAIN, cli_cmd_undrain},
+    {"templates", S_TEMPLATES, cli_cmd_templates},
+    {"advisor", S_ADVISOR, cli_cmd_advisor},
+    {"deploy", S_DEPLOY, cli_cmd_deploy},
+    {"deployments", S_DEPLOYMENTS, cli_cmd_deployments},
+    {"tokens", S_TOKENS, cli_cmd_tokens},
+    {"models", S_MODELS, cli_cmd_models},
+    {"audit", S_AUDIT, cli_cmd_audit},
+    {"version", S_VERSION, cmd_version},
+    {"help", S_HELP, cmd_help},
 };
 
 static void usage(FILE *f)

@@ -66,6 +66,13 @@
     X(M_W_NODE, "cannot change the node", "无法更改节点状态")                                      \
     X(M_W_ADVISOR, "the advisor refused the request", "资源顾问拒绝了该请求")                      \
     X(M_W_TOKENS, "cannot list the tokens", "无法列出令牌")                                        \
+    X(M_W_DEPLOY, "the server refused the deployment", "服务器拒绝了该部署")                       \
+    X(M_W_DEPLOYMENTS, "cannot list the deployments", "无法列出部署")                              \
+    X(M_W_DEPLOYMENT, "cannot read or change the deployment", "无法读取或修改该部署")              \
+    X(M_BAD_MODEL_REF, "MODEL must be NAME, NAME:VERSION or NAME@ALIAS (got %s)",                  \
+      "MODEL 必须是 NAME、NAME:VERSION 或 NAME@ALIAS（收到 %s）")                                  \
+    X(M_DEPLOYMENT_LINE, "deployment %s: %s, model %s version %s, %s of %s replicas ready",        \
+      "部署 %s：%s，模型 %s 版本 %s，%s/%s 个副本就绪")                                            \
     X(M_W_TOKEN_CREATE, "cannot create the token", "无法创建令牌")                                 \
     X(M_W_TOKEN_REVOKE, "cannot revoke the token", "无法吊销令牌")                                 \
     X(M_W_JOIN_TOKENS, "cannot list the join tokens", "无法列出加入令牌")                          \
@@ -178,6 +185,9 @@
     X(H_PRIO, "PRIO", "优先级")                                                                    \
     X(H_EST_START, "ESTIMATED START", "预计开始")                                                  \
     X(H_RUN, "RUN", "预计运行")                                                                    \
+    X(H_MODEL, "MODEL", "模型")                                                                    \
+    X(H_READY, "READY", "就绪")                                                                    \
+    X(H_ATTEMPT, "ATTEMPT", "尝试")                                                                \
     X(H_WHY, "WHY IT WAITS", "等待原因")                                                           \
     X(H_LATEST, "LATEST", "最新")                                                                  \
     X(H_VERSIONS, "VERSIONS", "版本数")                                                            \
@@ -239,6 +249,9 @@
     X(S_TEMPLATES, "list the server's job templates", "列出服务器上的作业模板")                    \
     X(S_ADVISOR, "ask the advisor for a parallel strategy", "向资源顾问询问并行策略")              \
     X(S_TOKENS, "list, create or revoke API tokens", "列出、创建或吊销 API 令牌")                  \
+    X(S_DEPLOY, "deploy a model version as a service", "把模型版本部署为服务")                     \
+    X(S_DEPLOYMENTS, "list deployments; show, scale, stop or start one",                           \
+      "列出部署；查看、扩缩、停止或启动某个部署")                                                  \
     X(S_MODELS, "list, show and register models; move their aliases",                              \
       "列出、查看和注册模型；调整别名")                                                            \
     X(S_AUDIT, "export the audit log, or verify an export offline",                                \

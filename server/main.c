@@ -21,6 +21,7 @@
 #include "db_audit.h"
 #include "db_policy.h"
 #include "db_users.h"
+#include "gateway.h"
 #include "http.h"
 #include "jx.h"
 #include "log.h"
@@ -31,6 +32,7 @@
 #include "retention.h"
 #include "routes.h"
 #include "sched_loop.h"
+#include "serve_health.h"
 #include "serve_seal.h"
 #include "srv.h"
 #include "streams.h"
@@ -143,6 +145,7 @@ struct server_threads {
     struct webhooks *hooks;
     struct audit_keeper *keeper;
     struct retention *retention;
+    struct serve_health *health;
     struct serve_seal *seal;
     struct notify_listener *listener;
 };
@@ -249,6 +252,10 @@ static enum rc prepare_state(struct srv_app *app)
     if (app->login_limit == NULL || app->addr_limit == NULL || app->waiters == NULL ||
         app->streams == NULL || app->auth_cache == NULL || app->page_cache == NULL)
         return RC_ENOMEM;
+    if ((rc = serve_gw_new(app, &app->gateway)) != RC_OK) {
+        LOG_ERROR("main", "cannot start the inference gateway", "rc=%s", rc_str(rc));
+        return rc;
+    }
     /* Tags this process's NOTIFY payloads so its listener skips them. */
     return crypto_random_token("", 9, app->replica_id, sizeof(app->replica_id));
 }
@@ -273,6 +280,8 @@ static enum rc start_serving(struct srv_app *app, struct srv_tls *tls, struct se
         return RC_EINTERNAL;
     if (sched_loop_start(app, &t->sched) != RC_OK || monitor_start(app, &t->monitor) != RC_OK ||
         webhooks_start(app, &t->hooks) != RC_OK || audit_keeper_start(app, &t->keeper) != RC_OK ||
+        retention_start(app, &t->retention) != RC_OK ||
+        serve_health_start(app, &t->health) != RC_OK ||
         retention_start(app, &t->retention) != RC_OK || serve_seal_start(app, &t->seal) != RC_OK ||
         notify_listener_start(app, &t->listener) != RC_OK)
         return RC_EINTERNAL;
@@ -289,11 +298,14 @@ static void stop_all(struct srv_app *app, struct server_threads *t, struct srv_t
     webhooks_stop(t->hooks);
     audit_keeper_stop(t->keeper);
     retention_stop(t->retention);
+    serve_health_stop(t->health);
     serve_seal_stop(t->seal);
     notify_listener_stop(t->listener); /* it calls into the waiters */
     if (app->waiters != NULL)
         waiters_stop(app->waiters);
     http_stop(app, 10000);
+    serve_gw_free(app->gateway); /* after http_stop: its requests have ended */
+    app->gateway = NULL;
     metrics_listener_stop(t->metrics);
     srv_tls_free(tls);
     waiters_free(app->waiters);

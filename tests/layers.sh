@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The server's layers point down only (server/README.md): a file may include
 # headers of its own folder and of the folders below it, never of one above.
-# Lowest first: core, jobs, store, http, loops, api, then server/ itself
+# Lowest first: core, jobs, store, http, loops, serve, api, then server/ itself
 # (main.c). Headers of common/ and of the pure libraries are not layered.
 # A header name is looked up among the layers' folders (names are unique
 # there), so `#include "db.h"` from server/http/ is a downward include of
@@ -10,7 +10,7 @@
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 srv=$root/server
-layers=(core jobs store http loops api)
+layers=(core jobs store http loops serve api)
 rank_of() { # folder name -> rank; server/ itself is above every layer
   local i
   for i in "${!layers[@]}"; do [ "${layers[$i]}" = "$1" ] && { echo "$i"; return; }; done

@@ -12,7 +12,7 @@ _trainyard() {
     cmd=${COMP_WORDS[1]:-}
     sub=${COMP_WORDS[2]:-}
 
-    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor tokens models audit version help"
+    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor deploy deployments tokens models audit version help"
     local common="--json --server --help"
 
     if [ "$COMP_CWORD" -eq 1 ]; then
@@ -23,6 +23,9 @@ _trainyard() {
         --server) return 0 ;;
         --state)
             mapfile -t COMPREPLY < <(compgen -W "QUEUED PLACED STARTING RUNNING RESTARTING SUCCEEDED FAILED CANCELLED" -- "$cur")
+            return 0 ;;
+        --priority)
+            mapfile -t COMPREPLY < <(compgen -W "low normal high" -- "$cur")
             return 0 ;;
         --stream)
             mapfile -t COMPREPLY < <(compgen -W "stdout stderr" -- "$cur")
@@ -64,6 +67,14 @@ _trainyard() {
                      mapfile -t COMPREPLY < <(compgen -f -- "$cur")
                      return 0
                  fi ;;
+        deploy) opts="--name --replicas --max-replicas --gpus --team --priority $common" ;;
+        deployments)
+            if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
+                mapfile -t COMPREPLY < <(compgen -W "list show scale stop start" -- "$cur")
+                return 0
+            fi
+            opts="$common"
+            [ "$sub" = scale ] && opts="--replicas $opts" ;;
         tokens)
             if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
                 mapfile -t COMPREPLY < <(compgen -W "list create revoke" -- "$cur")

@@ -13,6 +13,7 @@
  *   api_exports.c  job outputs and their approved export
  *   api_models.c   the model registry: versions, their manifests and lineage, aliases
  *   api_queue.c  the queue forecast: the queue, one job's forecast, what-if
+ *   api_deployments.c  deployments and their replica jobs (docs/serving.md)
  * Each is a srv_handler_fn (see srv.h); routes.c maps paths to them.
  */
 #ifndef TY_SERVER_API_H
@@ -84,6 +85,12 @@ enum rc api_webhook_list(struct srv_req *req);
 enum rc api_webhook_delete(struct srv_req *req);
 enum rc api_webhook_deliveries(struct srv_req *req);
 
+/* api_serve_keys.c: a deployment's gateway keys and usage (docs/serving.md) */
+enum rc api_serve_key_create(struct srv_req *req);
+enum rc api_serve_key_list(struct srv_req *req);
+enum rc api_serve_key_revoke(struct srv_req *req);
+enum rc api_serve_usage(struct srv_req *req);
+
 /* api_audit.c */
 /* api_policy.c */
 enum rc api_site_list(struct srv_req *req);
@@ -97,6 +104,16 @@ enum rc api_dataset_list(struct srv_req *req);
 enum rc api_dataset_create(struct srv_req *req);
 enum rc api_dataset_get(struct srv_req *req);
 enum rc api_dataset_delete(struct srv_req *req);
+
+/* Deployments (docs/serving.md "Deployments"): POST body as documented;
+ * PATCH {replicas, min_replicas, max_replicas, version | alias,
+ * canary_weight, canary_version, idle_s, keep_texts_days}. */
+enum rc api_deployment_create(struct srv_req *req);
+enum rc api_deployment_list(struct srv_req *req);
+enum rc api_deployment_get(struct srv_req *req);
+enum rc api_deployment_update(struct srv_req *req);
+enum rc api_deployment_stop(struct srv_req *req);
+enum rc api_deployment_start(struct srv_req *req);
 
 enum rc api_audit_events(struct srv_req *req);
 enum rc api_audit_verify(struct srv_req *req);

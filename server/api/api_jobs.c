@@ -19,6 +19,7 @@
 #include "db_agent.h"
 #include "db_audit.h"
 #include "db_auth.h"
+#include "db_deployments.h"
 #include "db_jobs.h"
 #include "db_plan.h"
 #include "db_users.h"
@@ -443,7 +444,7 @@ static enum rc cancel_body(struct srv_req *req, void *arg)
 {
     struct cancel_tx *x = arg;
     int64_t team_id;
-    char state[16], target[AUDIT_TARGET_SIZE];
+    char state[16], target[AUDIT_TARGET_SIZE], dep[64];
     enum rc rc;
 
     json_decref(x->nodes);
@@ -451,6 +452,18 @@ static enum rc cancel_body(struct srv_req *req, void *arg)
     rc = load_visible(req, &x->id, &team_id, state, sizeof(state), 1);
     if (rc == RC_OK && db_job_state_terminal(state))
         rc = srv_fail(req, RC_ECONFLICT, "", "the job has already ended (%s)", state);
+    /* A deployment's replica is cancelled by scaling or stopping the
+     * deployment; cancelled alone it would leave the deployment short. */
+    if (rc == RC_OK)
+        rc = db_serve_replica_of(req->db, x->id, dep, sizeof(dep), req->req_id);
+    if (rc == RC_OK && dep[0] != '\0') {
+        srv_fail(req, RC_ECONFLICT, "",
+                 "job %lld is a replica of deployment \"%s\"; scale or stop the deployment "
+                 "instead",
+                 (long long)x->id, dep);
+        err_code(&req->err, "deployment_replica");
+        rc = RC_ECONFLICT;
+    }
     if (rc == RC_OK)
         rc = audit_target_id(AUDIT_TARGET_JOB, x->id, target);
     if (rc == RC_OK)

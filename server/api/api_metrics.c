@@ -9,6 +9,7 @@
  * while the cache is on (snapshot()).
  */
 #include "api_metrics.h"
+#include "gateway.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -138,6 +139,14 @@ static enum rc scrape(struct srv_app *app, char **out, size_t *len)
 
     (void)routes_table(&nroutes);
     rc = metrics_render(app, have == RC_OK ? &snap : NULL, nroutes, routes_name, out, len);
+    if (rc == RC_OK) {
+        size_t cap = *len + 1;
+        rc = serve_gw_metrics(app->gateway, out, len, &cap);
+        if (rc != RC_OK) {
+            free(*out);
+            *out = NULL;
+        }
+    }
 
     db_scrape_cleanup(&snap);
     return rc;

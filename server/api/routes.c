@@ -7,6 +7,7 @@
 #include "api.h"
 #include "api_metrics.h"
 #include "api_openapi.h"
+#include "gateway.h"
 #include "srv.h"
 
 #define R(m, p, a, h)                                                                              \
@@ -36,9 +37,19 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/auth/login", SRV_AUTH_NONE, api_login),
     R("POST", "/api/v1/auth/logout", SRV_AUTH_USER, api_logout),
     R("GET", "/api/v1/datasets", SRV_AUTH_USER, api_dataset_list),
+    R("GET", "/api/v1/deployments/{name}/keys", SRV_AUTH_USER, api_serve_key_list),
+    R("POST", "/api/v1/deployments/{name}/keys", SRV_AUTH_USER, api_serve_key_create),
+    R("DELETE", "/api/v1/deployments/{name}/keys/{id}", SRV_AUTH_USER, api_serve_key_revoke),
+    R("GET", "/api/v1/deployments/{name}/usage", SRV_AUTH_ADMIN, api_serve_usage),
     R("POST", "/api/v1/datasets", SRV_AUTH_USER, api_dataset_create),
     R("GET", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_get),
     R("DELETE", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_delete),
+    R("GET", "/api/v1/deployments", SRV_AUTH_USER, api_deployment_list),
+    R("POST", "/api/v1/deployments", SRV_AUTH_USER, api_deployment_create),
+    R("GET", "/api/v1/deployments/{name}", SRV_AUTH_USER, api_deployment_get),
+    R("PATCH", "/api/v1/deployments/{name}", SRV_AUTH_USER, api_deployment_update),
+    R("POST", "/api/v1/deployments/{name}/start", SRV_AUTH_USER, api_deployment_start),
+    R("POST", "/api/v1/deployments/{name}/stop", SRV_AUTH_USER, api_deployment_stop),
     /* The API's description and its reference page (api_openapi.h). */
     R("GET", "/api/v1/deployments/{name}/stats", SRV_AUTH_USER, api_serve_stats),
     R("GET", "/api/v1/docs", SRV_AUTH_NONE, api_docs_page),
@@ -107,6 +118,13 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/webhooks", SRV_AUTH_USER, api_webhook_create),
     R("DELETE", "/api/v1/webhooks/{id}", SRV_AUTH_USER, api_webhook_delete),
     R("GET", "/api/v1/webhooks/{id}/deliveries", SRV_AUTH_USER, api_webhook_deliveries),
+    /* The inference gateway (docs/serving.md): its own keys, no user
+     * authentication and so no CSRF; errors in the OpenAI shape. */
+    R("POST", "/v1/chat/completions", SRV_AUTH_NONE, serve_gw_chat),
+    R("POST", "/v1/completions", SRV_AUTH_NONE, serve_gw_completions),
+    R("POST", "/v1/embeddings", SRV_AUTH_NONE, serve_gw_embeddings),
+    R("GET", "/v1/models", SRV_AUTH_NONE, serve_gw_models),
+    R("POST", "/v1/predict", SRV_AUTH_NONE, serve_gw_predict),
 };
 
 const struct router_route *routes_table(size_t *n)

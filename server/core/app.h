@@ -22,6 +22,7 @@ struct cache;
 struct audit_key;
 struct tpl_set;
 struct router_route;
+struct serve_gw;
 
 struct srv_app {
     const struct srv_config *cfg;      /* borrowed from main */
@@ -38,7 +39,8 @@ struct srv_app {
     struct tpl_set *templates;         /* job templates (templates.h), immutable; owned by main */
     const struct router_route *routes; /* the API's route table (api/routes.h); set by main */
     size_t nroutes;
-    char replica_id[16]; /* random tag of this process in NOTIFY payloads (notify.h) */
+    struct serve_gw *gateway; /* the inference gateway (serve/gateway.h); owned by main */
+    char replica_id[16];      /* random tag of this process in NOTIFY payloads (notify.h) */
     /* Scheduler wake-up: set by handlers when the queue or cluster changes. */
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;

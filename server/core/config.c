@@ -57,6 +57,8 @@ static const struct opt opts[] = {
     I(http_threads, 1, 256, "HTTP worker threads"),
     I(db_pool_size, 1, 512, "PostgreSQL connections"),
     I(body_limit_bytes, 1024, 64 << 20, "largest request body in bytes"),
+    B(gateway_records, "benchmark switch: 0 writes no per-request serving records (keep 1)"),
+    I(gateway_upstream_timeout_s, 1, 3600, "longest a model replica may take to answer, seconds"),
     I(session_ttl_s, 60, 30 * 86400, "browser session lifetime in seconds"),
     I(node_timeout_s, 2, 3600, "seconds without heartbeat before a node is down"),
     I(sched_interval_ms, 10, 60000, "longest interval between scheduler passes"),
@@ -136,6 +138,8 @@ void srv_config_defaults(struct srv_config *cfg)
      * so four lost renewals in a row, or a pass of 8 s, are tolerated. */
     cfg->leader_lease_ms = 10000;
     cfg->access_log = 1;
+    cfg->gateway_records = 1;
+    cfg->gateway_upstream_timeout_s = 300;
     cfg->login_max_failures = 10;
     cfg->login_window_s = 300;
     cfg->pbkdf2_iterations = 600000;

@@ -34,6 +34,9 @@ struct srv_config {
     int sched_interval_ms;          /* longest time between scheduler passes */
     int leader_lease_ms;            /* scheduling lease; renewed every fifth of it (lease.h) */
     int access_log;                 /* 1 = one logfmt line per request */
+    int gateway_records;            /* 1 = a serve_requests row per gateway request; 0 only for
+                                       bench/serving/gateway.py's "records off" line */
+    int gateway_upstream_timeout_s; /* longest a replica may take to answer one request */
     int login_max_failures;         /* per user and per address, per window */
     int login_window_s;             /* the rate-limit window */
     int pbkdf2_iterations;          /* for new password hashes (>= 600000) */

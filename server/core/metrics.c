@@ -440,6 +440,14 @@ static void render_cluster(struct out *o, const struct db_scrape_snapshot *s)
     head(o, "trainyard_node_heartbeat_age_seconds", "gauge",
          "Seconds since each node's last heartbeat");
     render_labelled(o, s, DB_SCRAPE_HEARTBEAT_AGE, "trainyard_node_heartbeat_age_seconds", "node");
+    head(o, "trainyard_deployment_replicas_ready", "gauge",
+         "Replicas of each deployment whose model server answered its health check");
+    render_labelled(o, s, DB_SCRAPE_SERVE_READY, "trainyard_deployment_replicas_ready",
+                    "deployment");
+    head(o, "trainyard_deployment_replicas_wanted", "gauge",
+         "Replicas each deployment asks for (0 while stopped)");
+    render_labelled(o, s, DB_SCRAPE_SERVE_WANTED, "trainyard_deployment_replicas_wanted",
+                    "deployment");
     head(o, "trainyard_audit_events_total", "counter",
          "Audit events appended to the chain, ever (rate() gives the append rate)");
     put(o, "trainyard_audit_events_total %.17g\n", row_value(s, DB_SCRAPE_AUDIT_SEQ, NULL));

@@ -98,6 +98,8 @@ enum db_scrape_kind {
     DB_SCRAPE_HEARTBEAT_AGE,  /* label: node name; value: seconds since its last heartbeat */
     DB_SCRAPE_AUDIT_SEQ,      /* value: audit events appended, ever (the head's seq) */
     DB_SCRAPE_SERVE_UNSEALED, /* value: gateway request records not sealed yet */
+    DB_SCRAPE_SERVE_READY,    /* label: deployment name; value: replicas ready now */
+    DB_SCRAPE_SERVE_WANTED,   /* label: deployment name; value: replicas wanted (0 when stopped) */
     DB_SCRAPE_NKINDS
 };
 

@@ -160,6 +160,23 @@ static void add_common_headers(struct MHD_Response *r, const struct srv_req *req
     MHD_add_response_header(r, "X-Request-Id", req->req_id);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    for (int i = 0; i < req->nresp_hdr; i++)
+        MHD_add_response_header(r, req->resp_hdr[i][0], req->resp_hdr[i][1]);
+}
+
+enum rc srv_add_header(struct srv_req *req, const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+
+    if (nl == 0 || nl >= sizeof(req->resp_hdr[0][0]) || vl >= sizeof(req->resp_hdr[0][1]) ||
+        strpbrk(name, "\r\n:") != NULL || strpbrk(value, "\r\n") != NULL)
+        return RC_EINVAL;
+    if (req->nresp_hdr >= SRV_MAX_RESP_HEADERS)
+        return RC_ENOMEM;
+    memcpy(req->resp_hdr[req->nresp_hdr][0], name, nl + 1);
+    memcpy(req->resp_hdr[req->nresp_hdr][1], value, vl + 1);
+    req->nresp_hdr++;
+    return RC_OK;
 }
 
 static enum MHD_Result send_buffer(struct srv_req *req, int status, const char *ctype, char *buf,
@@ -576,8 +593,14 @@ static enum rc dispatch(struct http_ctx *ctx)
         if (csrf == NULL || !auth_csrf_ok(req, csrf))
             return srv_fail(req, RC_EPERM, "", "missing or wrong X-CSRF-Token header");
     }
-    if ((rc = parse_body(ctx)) != RC_OK)
+    if (strncmp(req->path, "/v1/", 4) == 0) {
+        /* The inference gateway forwards the body's bytes to a model
+         * replica and answers a bad one in the OpenAI error shape itself. */
+        req->raw_body = ctx->body ? ctx->body : "";
+        req->raw_body_len = ctx->body_len;
+    } else if ((rc = parse_body(ctx)) != RC_OK) {
         return rc;
+    }
     return ((srv_handler_fn)route->handler)(req);
 }
 
@@ -694,8 +717,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (ctx->too_big)
         return send_error_msg(&ctx->req, RC_ETOOBIG, "", "the request body is too large");
-    if (strncmp(url, "/api/", 5) != 0 && strcmp(url, "/healthz") != 0 &&
-        strcmp(url, "/readyz") != 0 && strcmp(url, "/metrics") != 0) {
+    if (strncmp(url, "/api/", 5) != 0 && strncmp(url, "/v1/", 4) != 0 &&
+        strcmp(url, "/healthz") != 0 && strcmp(url, "/readyz") != 0 &&
+        strcmp(url, "/metrics") != 0) {
         ctx->route = METRICS_ROUTE_STATIC;
         return serve_static(&ctx->req);
     }

@@ -26,6 +26,9 @@
 struct srv_app;
 struct MHD_Connection;
 
+/* Answer headers a handler may add (srv_add_header). */
+#define SRV_MAX_RESP_HEADERS 6
+
 /* Who may call a route. */
 enum srv_auth {
     SRV_AUTH_NONE = 0,  /* anyone */
@@ -94,6 +97,14 @@ struct srv_req {
     /* A long-lived request's count against its caller's caps (srv_hold). */
     struct streams_slot stream_slot; /* given back when the request ends */
     int retry_after_s;               /* > 0: a Retry-After header on the answer */
+    /* The body as it came (routes under /v1/, the inference gateway, only:
+     * it forwards these bytes and parses them itself); borrowed from the
+     * connection's state, valid until the request ends. */
+    const char *raw_body;
+    size_t raw_body_len;
+    /* More answer headers (srv_add_header), sent with any answer. */
+    char resp_hdr[SRV_MAX_RESP_HEADERS][2][128];
+    int nresp_hdr;
 };
 
 /* A route handler. Returns RC_OK after setting status/resp, or an error rc
@@ -116,6 +127,14 @@ const char *srv_query(struct srv_req *req, const char *key);
 
 /* A request header (borrowed, valid during the request) or NULL. */
 const char *srv_header(struct srv_req *req, const char *name);
+
+/*
+ * Send the header name: value (both borrowed, copied; each under 128 bytes,
+ * no CR or LF) with the answer, whatever it is. RC_EINVAL when it does not
+ * fit or holds a line break, RC_ENOMEM past SRV_MAX_RESP_HEADERS; nothing
+ * is added then.
+ */
+enum rc srv_add_header(struct srv_req *req, const char *name, const char *value) TY_WUR;
 
 /* Set a JSON answer; takes ownership of body. Returns RC_OK. */
 enum rc srv_reply(struct srv_req *req, int status, json_t *body);

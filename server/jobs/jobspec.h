@@ -119,6 +119,7 @@ struct jobspec {
     json_t *model;                  /* owned: the advisor's model object, or NULL */
     int global_batch;               /* samples per optimizer step, or 0: not given */
     const char *optimizer;          /* static name ("adamw", ...), or NULL: not given */
+    int service; /* 1: a deployment's replica (jobs.service): set by the server, never parsed */
 };
 
 /*

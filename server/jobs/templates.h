@@ -148,4 +148,12 @@ json_t *tpl_set_list(const struct tpl_set *set);
  * RC_ENOTFOUND when there is none, RC_ENOMEM when out of memory. Thread-safe. */
 enum rc tpl_set_get(const struct tpl_set *set, const char *id, json_t **out /* out */) TY_WUR;
 
+/*
+ * Whether s is a script path relative to examples_dir that cannot leave it:
+ * no leading '/', no empty, "." or ".." segment (symlinks inside
+ * examples_dir are the admin's). A template's "script" and a model
+ * version's serve_script (docs/serving.md) both must be. Pure.
+ */
+int tpl_script_inside(const char *s);
+
 #endif

@@ -19,9 +19,7 @@
 #define MAX_SCRIPT 255
 #define MAX_COMMAND 64
 
-/* A path relative to examples_dir that cannot leave it: no leading '/', no
- * empty, "." or ".." segment (symlinks inside examples_dir are the admin's). */
-static int is_relative_inside(const char *s)
+int tpl_script_inside(const char *s)
 {
     const char *seg = s;
 
@@ -52,7 +50,7 @@ enum rc tpl_check_program(const json_t *doc, const char *examples_dir, struct tp
     if (script != NULL) {
         if ((rc = tpl_want_str(script, "script", 1, MAX_SCRIPT, 1, &f->script, e)) != RC_OK)
             return rc;
-        if (!is_relative_inside(f->script))
+        if (!tpl_script_inside(f->script))
             return jcheck_bad(
                 e, "script", script,
                 "script must be a relative path inside examples_dir, without \".\" or "

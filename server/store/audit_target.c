@@ -15,9 +15,13 @@
 #define ID_MAX_DIGITS 19 /* INT64_MAX */
 
 static const char *const named_kinds[] = {
-    [AUDIT_TARGET_USER] = "user",       [AUDIT_TARGET_NODE] = "node",
-    [AUDIT_TARGET_TEAM] = "team",       [AUDIT_TARGET_SITE] = "site",
-    [AUDIT_TARGET_DATASET] = "dataset", [AUDIT_TARGET_MODEL] = "model",
+    [AUDIT_TARGET_USER] = "user",
+    [AUDIT_TARGET_NODE] = "node",
+    [AUDIT_TARGET_TEAM] = "team",
+    [AUDIT_TARGET_SITE] = "site",
+    [AUDIT_TARGET_DATASET] = "dataset",
+    [AUDIT_TARGET_MODEL] = "model",
+    [AUDIT_TARGET_DEPLOYMENT] = "deployment",
 };
 
 static const char *const numbered_kinds[] = {
@@ -26,6 +30,7 @@ static const char *const numbered_kinds[] = {
     [AUDIT_TARGET_JOIN_TOKEN] = "join_token",
     [AUDIT_TARGET_WEBHOOK] = "webhook",
     [AUDIT_TARGET_EXPORT] = "export",
+    [AUDIT_TARGET_SERVE_KEY] = "serve_key",
     [AUDIT_TARGET_SERVE_BATCH] = "serve:batch",
 };
 

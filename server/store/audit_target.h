@@ -5,7 +5,7 @@
  * A target is "<kind>:<key>", one form per kind of object, so that an auditor
  * who filters on one string finds every event about the object:
  *
- * - by name: users, nodes, teams, sites, datasets and models. Each has a unique name
+ * - by name: users, nodes, teams, sites, datasets, models and deployments. Each has a unique name
  *   that no API changes, and the name is what people know the object by and
  *   what actors carry ("user:alice" acts, "user:alice" is acted on).
  * - by id: jobs, API tokens, join tokens, webhooks, export requests and
@@ -43,7 +43,8 @@ enum audit_target_named {
     AUDIT_TARGET_TEAM,
     AUDIT_TARGET_SITE,
     AUDIT_TARGET_DATASET,
-    AUDIT_TARGET_MODEL
+    AUDIT_TARGET_MODEL,
+    AUDIT_TARGET_DEPLOYMENT
 };
 
 /* Kinds named by their id. */
@@ -53,6 +54,7 @@ enum audit_target_numbered {
     AUDIT_TARGET_JOIN_TOKEN,
     AUDIT_TARGET_WEBHOOK,
     AUDIT_TARGET_EXPORT,
+    AUDIT_TARGET_SERVE_KEY,
     AUDIT_TARGET_SERVE_BATCH /* "serve:batch:<id>": a sealed batch of gateway request records */
 };
 

@@ -21,6 +21,8 @@
  *      session locks no row at all, so a hung holder cannot block it.
  *   1. node rows (nodes): a node's own requests lock its row first; the
  *      monitor locks the nodes it declares lost in id order.
+ *   1b. a deployment's row (db_deployment_load lock=1), before the rows of
+ *      its replica jobs; nothing that holds a job row locks a deployment.
  *   2. job rows, in ascending id, every one the transaction will change,
  *      before anything that belongs to them: db_jobs_lock() (ORDER BY id FOR
  *      UPDATE), or one job row by itself (db_job_brief, db_attempt_info).

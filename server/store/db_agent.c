@@ -429,6 +429,34 @@ static enum rc plan_into(json_t *a, const json_t *spec, const char *plan_text)
 }
 
 /*
+ * A replica's model-server env into assignment a's "plan_env", the one place
+ * the worker takes TRAINYARD_* names from (worker/assign.c): the spec's own
+ * TRAINYARD_* entries (the version served, written at the replica's
+ * creation and shown with the job), and this attempt's address, port and
+ * the replica's token, which are in no stored spec, so that only the
+ * assignment (the node's own channel) carries the token.
+ */
+static enum rc serve_env_into(json_t *a, const json_t *spec, const char *host, const char *port,
+                              const char *token)
+{
+    json_t *env = json_object_get(a, "plan_env"), *v;
+    const char *k;
+
+    if (!json_is_object(env))
+        return RC_EINTERNAL;
+    json_object_foreach((json_t *)json_object_get(spec, "env"), k, v)
+    {
+        if (strncmp(k, "TRAINYARD_", 10) == 0 && json_object_set(env, k, v) != 0)
+            return RC_ENOMEM;
+    }
+    if (json_object_set_new(env, "TRAINYARD_SERVE_HOST", json_string(host)) != 0 ||
+        json_object_set_new(env, "TRAINYARD_SERVE_PORT", json_string(port)) != 0 ||
+        json_object_set_new(env, "TRAINYARD_SERVE_TOKEN", json_string(token)) != 0)
+        return RC_ENOMEM;
+    return RC_OK;
+}
+
+/*
  * The NCCL/gloo settings of row i's node (nccl_env.h), from the attempt's
  * nodes (column 17) and the job's env. *env: what the assignment carries;
  * *stored: {"env","variables"} for allocations.nccl. RC_OK or RC_ENOMEM; a
@@ -548,6 +576,14 @@ static json_t *assignment_json(PGresult *r, int i, const char *storage_root_cfg,
         json_decref(a);
         a = NULL;
     }
+    /* A deployment's replica (column 20, its serve_replicas.token): the
+     * model server's env (docs/serving.md, "The model server"). */
+    if (a != NULL && !PQgetisnull(r, i, 20) &&
+        serve_env_into(a, spec, PQgetvalue(r, i, 9), PQgetvalue(r, i, 10), PQgetvalue(r, i, 20)) !=
+            RC_OK) {
+        json_decref(a);
+        a = NULL;
+    }
     /* The Unix account the ranks run as (column 19): the submitter's
      * mapping, else the team's (022); absent: the node's --job-user. The
      * node accepts it only if its own --job-users allows it. */
@@ -655,26 +691,28 @@ enum rc db_assignments_take(PGconn *c, int64_t node_id, int64_t generation, int 
     if ((rc = lock_poll_jobs(c, lp, &jobs, req_id)) != RC_OK)
         return rc;
     p[2] = jobs;
-    r = db_exec(c,
-                "UPDATE allocations a SET delivered = true FROM attempts t, jobs j WHERE "
-                "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND a.released_at IS "
-                "NULL AND (NOT a.delivered OR ($4::boolean AND NOT a.started)) AND t.state <> "
-                "'ended' AND NOT j.cancel_requested "
-                "AND EXISTS (SELECT 1 FROM nodes n WHERE n.id = $1 AND n.generation = $2) "
-                "AND a.job_id = ANY($3::bigint[]) "
-                "RETURNING a.attempt_id, a.job_id, t.attempt, j.spec, a.node_rank, (SELECT "
-                "count(*) FROM allocations x WHERE x.attempt_id = a.attempt_id), j.gpus, "
-                "array_to_json(a.gpu_indices), a.rank_start, t.master_addr, t.master_port, "
-                "t.resume_from, j.time_limit_s, j.state, (SELECT array_to_json(s.networks) FROM "
-                "sites s WHERE s.id = j.site_id), (SELECT array_to_json(s.storage_roots) FROM "
-                "sites s WHERE s.id = j.site_id), j.paths, (SELECT json_agg(json_build_object("
-                "'node_rank', x.node_rank, 'name', n.name, 'addr', n.addr, 'gpus', "
-                "array_to_json(x.gpu_indices), 'interconnect', n.interconnect, 'nccl_probe', "
-                "n.nccl_probe) ORDER BY x.node_rank) FROM allocations x JOIN nodes n ON n.id = "
-                "x.node_id WHERE x.attempt_id = a.attempt_id), t.plan, (SELECT "
-                "coalesce(u.unix_account, tm.unix_account) FROM users u, teams tm WHERE "
-                "u.id = j.user_id AND tm.id = j.team_id)",
-                4, p);
+    r = db_exec(
+        c,
+        "UPDATE allocations a SET delivered = true FROM attempts t, jobs j WHERE "
+        "t.id = a.attempt_id AND j.id = a.job_id AND a.node_id = $1 AND a.released_at IS "
+        "NULL AND (NOT a.delivered OR ($4::boolean AND NOT a.started)) AND t.state <> "
+        "'ended' AND NOT j.cancel_requested "
+        "AND EXISTS (SELECT 1 FROM nodes n WHERE n.id = $1 AND n.generation = $2) "
+        "AND a.job_id = ANY($3::bigint[]) "
+        "RETURNING a.attempt_id, a.job_id, t.attempt, j.spec, a.node_rank, (SELECT "
+        "count(*) FROM allocations x WHERE x.attempt_id = a.attempt_id), j.gpus, "
+        "array_to_json(a.gpu_indices), a.rank_start, t.master_addr, t.master_port, "
+        "t.resume_from, j.time_limit_s, j.state, (SELECT array_to_json(s.networks) FROM "
+        "sites s WHERE s.id = j.site_id), (SELECT array_to_json(s.storage_roots) FROM "
+        "sites s WHERE s.id = j.site_id), j.paths, (SELECT json_agg(json_build_object("
+        "'node_rank', x.node_rank, 'name', n.name, 'addr', n.addr, 'gpus', "
+        "array_to_json(x.gpu_indices), 'interconnect', n.interconnect, 'nccl_probe', "
+        "n.nccl_probe) ORDER BY x.node_rank) FROM allocations x JOIN nodes n ON n.id = "
+        "x.node_id WHERE x.attempt_id = a.attempt_id), t.plan, (SELECT "
+        "coalesce(u.unix_account, tm.unix_account) FROM users u, teams tm WHERE "
+        "u.id = j.user_id AND tm.id = j.team_id), (SELECT r.token FROM serve_replicas r WHERE "
+        "r.job_id = j.id)",
+        4, p);
     rc = db_result_rc(r, req_id);
     for (int k = 0; rc == RC_OK && k < PQntuples(r); k++) {
         json_t *nccl = NULL;

@@ -108,14 +108,15 @@ enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_
                            comp && comp->site_id > 0 ? db_i64(comp->site_id, site, sizeof(site))
                                                      : NULL,
                            comp && comp->classification[0] ? comp->classification : NULL,
-                           paths};
+                           paths,
+                           spec->service ? "true" : "false"};
         res = db_exec(c,
                       "INSERT INTO jobs (name, team_id, user_id, spec, state, priority, gpus, "
-                      "gpus_per_node, time_limit_s, max_restarts, site_id, classification, paths) "
-                      "VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, coalesce($10::bigint, "
-                      "1), coalesce($11::text, 'internal'), coalesce($12::jsonb, '{}')) "
-                      "RETURNING id",
-                      12, p);
+                      "gpus_per_node, time_limit_s, max_restarts, site_id, classification, paths, "
+                      "service) VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, "
+                      "coalesce($10::bigint, 1), coalesce($11::text, 'internal'), "
+                      "coalesce($12::jsonb, '{}'), $13) RETURNING id",
+                      13, p);
     }
     free(js);
     free(paths);
@@ -393,6 +394,48 @@ enum rc db_job_flags(PGconn *c, int64_t job_id, int *cancel, int *restarts, int 
         *max = (int)strtol(PQgetvalue(r, 0, 2), NULL, 10);
         snprintf(state, state_size, "%s", PQgetvalue(r, 0, 3));
     }
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_job_service_backoff(PGconn *c, int64_t job_id, int64_t attempt_id, int *service,
+                               int *wait_s, const char *req_id)
+{
+    char j[24], a[24];
+    const char *p[] = {db_i64(job_id, j, sizeof(j)), db_i64(attempt_id, a, sizeof(a))};
+    PGresult *r;
+    enum rc rc;
+
+    *service = 0;
+    *wait_s = 0;
+    /* The streak counts attempts that ended within a minute of their
+     * placement; a longer run starts it again at 1. The wait doubles with
+     * it from 1 s to at most 300 s. */
+    r = db_exec(c,
+                "WITH s AS (SELECT j.id, CASE WHEN now() - t.created_at < interval '60 seconds' "
+                "THEN j.failure_streak + 1 ELSE 1 END AS streak FROM jobs j JOIN attempts t ON "
+                "t.job_id = j.id WHERE j.id = $1 AND t.id = $2 AND j.service) UPDATE jobs j SET "
+                "failure_streak = s.streak, not_before = now() + make_interval(secs => "
+                "least(300, power(2, least(s.streak, 10) - 1))) FROM s WHERE j.id = s.id "
+                "RETURNING least(300, power(2, least(s.streak, 10) - 1))::int",
+                2, p);
+    rc = db_result_rc(r, req_id);
+    if (rc == RC_OK && PQntuples(r) == 1) {
+        *service = 1;
+        *wait_s = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    }
+    PQclear(r);
+    return rc;
+}
+
+enum rc db_job_is_service(PGconn *c, int64_t job_id, int *service, const char *req_id)
+{
+    char j[24];
+    const char *p[] = {db_i64(job_id, j, sizeof(j))};
+    PGresult *r = db_exec(c, "SELECT service FROM jobs WHERE id = $1", 1, p);
+    enum rc rc = db_result_rc(r, req_id);
+
+    *service = rc == RC_OK && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
     return rc;
 }

@@ -46,7 +46,9 @@ void db_job_compliance_cleanup(struct db_job_compliance *c);
 /*
  * Insert a QUEUED job and its first job_events row in the open transaction.
  * comp (borrowed, may be NULL for the defaults) sets the job's site,
- * classification and checked paths. *out is the job as JSON (new reference).
+ * classification and checked paths; spec->service makes a service job (025:
+ * time_limit_s 0, restarted without limit, never preempted). *out is the job
+ * as JSON (new reference).
  */
 enum rc db_job_insert(PGconn *c, const struct jobspec *spec, const json_t *spec_json,
                       int64_t team_id, int64_t user_id, const char *actor,
@@ -128,5 +130,19 @@ enum rc db_job_transition(PGconn *c, int64_t id, const char *const *from, const 
  * restarts used and allowed, state. */
 enum rc db_job_flags(PGconn *c, int64_t job_id, int *cancel, int *restarts, int *max, char *state,
                      size_t state_size, const char *req_id) TY_WUR;
+
+/*
+ * For a service job (jobs.service, 025: a deployment's replica) whose
+ * attempt attempt_id just failed, in the open transaction with the job's row
+ * held: count the failure in its streak of quick failures and hold its next
+ * placement back by the wait that streak gives (jobs.not_before: 1 s,
+ * doubling, at most 300 s). *service is 1 and *wait_s the wait for a service
+ * job; for any other job nothing changes and both are 0.
+ */
+enum rc db_job_service_backoff(PGconn *c, int64_t job_id, int64_t attempt_id, int *service,
+                               int *wait_s, const char *req_id) TY_WUR;
+
+/* *service: 1 when job_id is a service job (jobs.service, 025), else 0. */
+enum rc db_job_is_service(PGconn *c, int64_t job_id, int *service, const char *req_id) TY_WUR;
 
 #endif

@@ -150,7 +150,9 @@ static enum rc read_running(PGconn *c, struct db_sched_snapshot *s)
         c,
         "SELECT j.id, j.team_id, j.priority, j.gpus, (extract(epoch FROM j.created_at) * "
         "1000)::bigint, (extract(epoch FROM t.created_at) * 1000)::bigint, j.time_limit_s, "
-        "a.node_id, array_to_string(a.gpu_indices, ',') FROM allocations a JOIN jobs j ON j.id "
+        "a.node_id, array_to_string(a.gpu_indices, ','), j.service FROM allocations a JOIN jobs j "
+        "ON "
+        "j.id "
         "= a.job_id JOIN attempts t ON t.id = a.attempt_id WHERE a.released_at IS NULL ORDER BY "
         "j.id, a.node_rank",
         0, NULL);
@@ -167,6 +169,7 @@ static enum rc read_running(PGconn *c, struct db_sched_snapshot *s)
     for (int i = 0; rc == RC_OK && i < n; i++) {
         int64_t job = col_i64(r, i, 0);
         struct sched_running *run;
+        int service;
         if (nrun == 0 || s->running[nrun - 1].job_id != job) {
             run = &s->running[nrun++];
             run->job_id = job;
@@ -175,10 +178,14 @@ static enum rc read_running(PGconn *c, struct db_sched_snapshot *s)
             run->gpus = (int)col_i64(r, i, 3);
             run->submit_ms = col_i64(r, i, 4);
             run->start_ms = col_i64(r, i, 5);
-            run->end_by_ms = run->start_ms + col_i64(r, i, 6) * 1000;
+            /* A service job (a deployment's replica, 025) has no time
+             * limit and is never preempted: its users' requests would fail
+             * while it is away, and it keeps no checkpoint to resume from. */
+            service = PQgetvalue(r, i, 9)[0] == 't';
+            run->end_by_ms = service ? SCHED_TIME_UNKNOWN : run->start_ms + col_i64(r, i, 6) * 1000;
             run->true_end_ms = SCHED_TIME_UNKNOWN;
             run->allocs = &s->allocs[i];
-            run->preemptible = true;
+            run->preemptible = !service;
             run->attained_gpu_ms = (s->now_ms - run->start_ms) * run->gpus;
         }
         run = &s->running[nrun - 1];
@@ -192,6 +199,8 @@ static enum rc read_running(PGconn *c, struct db_sched_snapshot *s)
     return rc;
 }
 
+/* Waiting jobs; a service job whose restart is held back (jobs.not_before,
+ * lifecycle_attempt_failed) is left out until its wait is over. */
 static enum rc read_queue(PGconn *c, struct db_sched_snapshot *s)
 {
     PGresult *r = db_exec(
@@ -199,7 +208,8 @@ static enum rc read_queue(PGconn *c, struct db_sched_snapshot *s)
         "SELECT j.id, j.team_id, j.priority, j.gpus, j.gpus_per_node, (extract(epoch FROM "
         "j.created_at) * 1000)::bigint, j.time_limit_s, j.site_id FROM jobs j WHERE j.state IN "
         "('QUEUED', "
-        "'RESTARTING') AND NOT j.cancel_requested AND NOT EXISTS (SELECT 1 FROM allocations a "
+        "'RESTARTING') AND NOT j.cancel_requested AND (j.not_before IS NULL OR j.not_before <= "
+        "now()) AND NOT EXISTS (SELECT 1 FROM allocations a "
         "WHERE a.job_id = j.id AND a.released_at IS NULL) ORDER BY j.id LIMIT 100000",
         0, NULL);
     enum rc rc = db_result_rc(r, "sched");

@@ -37,7 +37,14 @@ static const char *const metrics_sql =
     "UNION ALL SELECT 7, name, extract(epoch FROM now() - last_seen_at)::float8 FROM nodes "
     "WHERE last_seen_at IS NOT NULL "
     "UNION ALL SELECT 8, '', seq::float8 FROM audit_head "
-    "UNION ALL SELECT 9, '', count(*)::float8 FROM serve_requests WHERE batch_id IS NULL";
+    "UNION ALL SELECT 9, '', count(*)::float8 FROM serve_requests WHERE batch_id IS NULL "
+    /* A replica is ready for its job's current attempt while it runs
+     * (serve_health.h). */
+    "UNION ALL SELECT 10, d.name, (SELECT count(*) FROM serve_replicas r JOIN jobs j ON j.id = "
+    "r.job_id WHERE r.deployment_id = d.id AND NOT r.retired AND r.ready AND j.state = 'RUNNING' "
+    "AND j.attempt = r.attempt)::float8 FROM deployments d "
+    "UNION ALL SELECT 11, name, CASE WHEN state = 'active' THEN replicas ELSE 0 END::float8 FROM "
+    "deployments";
 
 enum rc db_scrape_read(PGconn *c, struct db_scrape_snapshot *out)
 {

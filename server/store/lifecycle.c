@@ -42,8 +42,8 @@ enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id,
                                  const struct job_reason *cause, int counts, const char *actor,
                                  const char *req_id)
 {
-    int cancel = 0, restarts = 0, max = 0;
-    char state[16];
+    int cancel = 0, restarts = 0, max = 0, service = 0, wait_s = 0;
+    char state[16], note[80] = "";
     struct job_reason why = {0};
     enum rc rc = db_attempt_end(c, attempt_id, counts ? "failed" : "lost", req_id);
 
@@ -55,7 +55,12 @@ enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id,
         return lifecycle_settle_cancel(c, job_id, actor, req_id);
     if (strcmp(state, "RESTARTING") == 0 || strcmp(state, "QUEUED") == 0)
         return RC_OK; /* already handled (another node of the attempt) */
-    if (counts && restarts >= max) {
+    /* A service job is restarted whatever it used (docs/serving.md); one that
+     * fails at once each time waits longer each time instead of spinning. */
+    if (counts &&
+        (rc = db_job_service_backoff(c, job_id, attempt_id, &service, &wait_s, req_id)) != RC_OK)
+        return rc;
+    if (counts && restarts >= max && !service) {
         job_reason_wrap(&why, RSN_FAILED_NO_RESTARTS,
                         json_pack("{s:i,s:i}", "restarts_used", restarts, "max_restarts", max),
                         cause, "%s; no restarts left (%d of %d used)", cause->text, restarts, max);
@@ -67,11 +72,14 @@ enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id,
     }
     if (counts && (rc = db_job_count_restart(c, job_id, req_id)) != RC_OK)
         return rc;
+    if (service && counts)
+        snprintf(note, sizeof(note), " in %d s (a service job: restarted without limit)", wait_s);
+    else if (!counts)
+        snprintf(note, sizeof(note), " (does not count against max_restarts)");
     job_reason_wrap(&why, RSN_RESTARTING,
                     json_pack("{s:b,s:i,s:i}", "counted", counts, "restarts_used",
                               restarts + (counts ? 1 : 0), "max_restarts", max),
-                    cause, "%s; restarting%s", cause->text,
-                    counts ? "" : " (does not count against max_restarts)");
+                    cause, "%s; restarting%s", cause->text, note);
     rc = db_job_transition(c, job_id, live_states, "RESTARTING", &why, actor, "", req_id);
     job_reason_cleanup(&why);
     if (rc == RC_OK)
@@ -111,9 +119,19 @@ enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_i
                                     const char *actor, const char *req_id)
 {
     struct job_reason why = {0};
-    enum rc rc = db_attempt_end(c, attempt_id, "succeeded", req_id);
+    int service = 0;
+    enum rc rc = db_job_is_service(c, job_id, &service, req_id);
 
     job_reason_init(&why, RSN_SUCCEEDED, NULL, "every rank exited 0");
+    /* A model server serves until it is stopped: one that ends by itself is
+     * restarted like one that failed (a cancel still ends the job). */
+    if (rc == RC_OK && service) {
+        rc = lifecycle_attempt_failed(c, job_id, attempt_id, &why, 1, actor, req_id);
+        job_reason_cleanup(&why);
+        return rc;
+    }
+    if (rc == RC_OK)
+        rc = db_attempt_end(c, attempt_id, "succeeded", req_id);
     if (rc == RC_OK)
         rc = db_job_transition(c, job_id, live_states, "SUCCEEDED", &why, actor, "", req_id);
     job_reason_cleanup(&why);

@@ -27,7 +27,9 @@
 
 /* The attempt's ranks failed (or were lost) for cause (borrowed): end it and
  * decide the job's fate, a "restarting" or "failed_no_restarts" reason
- * wrapping cause. counts: whether this failure uses up one of max_restarts. */
+ * wrapping cause. counts: whether this failure uses up one of max_restarts.
+ * A service job (025) never fails here: a counted failure restarts it after
+ * the wait of db_job_service_backoff(). */
 enum rc lifecycle_attempt_failed(PGconn *c, int64_t job_id, int64_t attempt_id,
                                  const struct job_reason *cause, int counts, const char *actor,
                                  const char *req_id) TY_WUR;
@@ -45,7 +47,8 @@ enum rc lifecycle_attempt_failed_for_good(PGconn *c, int64_t job_id, int64_t att
                                           const struct job_reason *cause, const char *failure,
                                           const char *actor, const char *req_id) TY_WUR;
 
-/* Every node of the attempt exited 0: the job succeeded. */
+/* Every node of the attempt exited 0: the job succeeded; a service job
+ * (025) is restarted instead, as lifecycle_attempt_failed() does. */
 enum rc lifecycle_attempt_succeeded(PGconn *c, int64_t job_id, int64_t attempt_id,
                                     const char *actor, const char *req_id) TY_WUR;
 

@@ -32,7 +32,8 @@ TARGET_KEYS = {"user": ("users", "username"), "node": ("nodes", "name"),
                "dataset": ("datasets", "name"), "job": ("jobs", "id"),
                "token": ("api_tokens", "id"), "join_token": ("join_tokens", "id"),
                "webhook": ("webhooks", "id"), "export": ("export_requests", "id"),
-               "model": ("models", "name")}
+               "model": ("models", "name"), "deployment": ("deployments", "name"),
+               "serve_key": ("serve_keys", "id")}
 
 
 def documented_targets():
@@ -116,6 +117,11 @@ class AuthzMatrixTest(ServerTest):
                                                                   "url": "http://127.0.0.1:9/h"})
         self.assertEqual(st, 201, hook)
 
+        # Gateway keys: of the deployment "mdep" of team alpha (made below).
+        def fresh_serve_key(_caller):
+            st, k, _ = clients["member"].post("/api/v1/deployments/mdep/keys", {"name": "k"})
+            return "/api/v1/deployments/mdep/keys/" + k["id"], None
+
         # Exports: J is internal (approved at once), S secret (waits for an admin).
         st, sjob, _ = clients["member"].post("/api/v1/jobs", self.job_spec("alpha"))
         S = sjob["id"]
@@ -177,6 +183,30 @@ class AuthzMatrixTest(ServerTest):
                                                                   "team": "alpha"})
             return "/api/v1/datasets/" + name, None
 
+        # Deployments: a model of alpha with one version (as the registry
+        # records it), served by deployments without replicas (no GPUs here).
+        self.db.sql("INSERT INTO models (name, team_id, site_id, created_by) SELECT 'mm', %s, id, "
+                    "'user:admin' FROM sites WHERE name = 'default'" % A)
+        self.db.sql("INSERT INTO model_versions (model_id, version, site_id, source_kind, path, "
+                    "serve_kind, serve_script, manifest, manifest_sha256, lineage_complete, "
+                    "created_by) SELECT id, 1, site_id, 'output', '%s', 'echo', 'sleep_rank.py', "
+                    "'[]', '%s', true, 'user:admin' FROM models WHERE name = 'mm'"
+                    % (STORAGE, "0" * 64))
+
+        def dep_body():
+            return {"name": uniq(), "model": "mm", "version": 1, "replicas": 0,
+                    "min_replicas": 0}
+        st, mdep, _ = clients["member"].post("/api/v1/deployments", dict(dep_body(), name="mdep"))
+        self.assertEqual(st, 201, mdep)
+
+        def fresh_dep(action):
+            def make(_caller):
+                st, d, _ = clients["admin"].post("/api/v1/deployments", dep_body())
+                if action == "start":
+                    clients["admin"].post("/api/v1/deployments/%s/stop" % d["name"], {})
+                return "/api/v1/deployments/%s/%s" % (d["name"], action), {}
+            return make
+
         def fresh_hook(_caller):
             st, h, _ = clients["member"].post("/api/v1/webhooks", {"team": "alpha",
                                                                    "url": "http://127.0.0.1:9/h"})
@@ -219,15 +249,33 @@ class AuthzMatrixTest(ServerTest):
             ("POST", "/api/v1/auth/login", "/api/v1/auth/login",
              {"username": "ghost", "password": "not-a-password"}, [401, 401, 401, 401, 401]),
             ("POST", "/api/v1/auth/logout", "/api/v1/auth/logout", None, [401, 400, 400, 400, 400]),
+            ("GET", "/api/v1/deployments/{name}/keys", "/api/v1/deployments/mdep/keys", None,
+             [401, 200, 404, 404, 200]),
+            ("POST", "/api/v1/deployments/{name}/keys", "/api/v1/deployments/mdep/keys",
+             {"name": "m"}, [401, 201, 404, 404, 201]),
+            ("DELETE", "/api/v1/deployments/{name}/keys/{id}", fresh_serve_key, None,
+             [401, 200, 404, 404, 200]),
+            ("GET", "/api/v1/deployments/{name}/usage", "/api/v1/deployments/mdep/usage", None,
+             [401, 403, 403, 403, 200]),
             ("GET", "/api/v1/datasets", "/api/v1/datasets", None, [401, 200, 200, 200, 200]),
             ("POST", "/api/v1/datasets", "/api/v1/datasets",
              lambda: {"name": uniq(), "uri": ds_uri, "team": "alpha"}, [401, 201, 403, 403, 201]),
             ("GET", "/api/v1/datasets/{name}", "/api/v1/datasets/mset", None,
              [401, 200, 404, 200, 200]),
             ("DELETE", "/api/v1/datasets/{name}", fresh_dataset, None, [401, 200, 404, 403, 200]),
-            # No deployment of that name: a member, an auditor and an admin alike.
-            ("GET", "/api/v1/deployments/{name}/stats", "/api/v1/deployments/ghost/stats", None,
-             [401, 404, 404, 404, 404]),
+            ("GET", "/api/v1/deployments", "/api/v1/deployments", None, [401, 200, 200, 200, 200]),
+            ("POST", "/api/v1/deployments", "/api/v1/deployments", dep_body,
+             [401, 201, 404, 403, 201]),
+            ("GET", "/api/v1/deployments/{name}", "/api/v1/deployments/mdep", None,
+             [401, 200, 404, 200, 200]),
+            ("GET", "/api/v1/deployments/{name}/stats", "/api/v1/deployments/mdep/stats", None,
+             [401, 200, 404, 200, 200]),
+            ("PATCH", "/api/v1/deployments/{name}", "/api/v1/deployments/mdep", {"idle_s": 5},
+             [401, 200, 404, 403, 200]),
+            ("POST", "/api/v1/deployments/{name}/start", fresh_dep("start"), None,
+             [401, 200, 404, 403, 200]),
+            ("POST", "/api/v1/deployments/{name}/stop", fresh_dep("stop"), None,
+             [401, 200, 404, 403, 200]),
             ("GET", "/api/v1/exports", "/api/v1/exports", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/exports/{id}", "/api/v1/exports/" + pending["id"], None,
              [401, 200, 404, 200, 200]),
@@ -325,6 +373,19 @@ class AuthzMatrixTest(ServerTest):
             ("DELETE", "/api/v1/webhooks/{id}", fresh_hook, None, [401, 200, 404, 403, 200]),
             ("GET", "/api/v1/webhooks/{id}/deliveries", "/api/v1/webhooks/%s/deliveries" % hook["id"],
              None, [401, 200, 404, 200, 200]),
+            # The gateway: its own keys only, so a user's token or session is
+            # no key (docs/serving.md); the OpenAI error shape. Last: each
+            # leaves a request record that the seal loop seals into the audit
+            # chain at a time of its own, which a refusal checked after them
+            # would take for an audit event of its own.
+            ("POST", "/v1/chat/completions", "/v1/chat/completions", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("POST", "/v1/completions", "/v1/completions", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("POST", "/v1/embeddings", "/v1/embeddings", {"model": "mdep"},
+             [401, 401, 401, 401, 401]),
+            ("GET", "/v1/models", "/v1/models", None, [401, 401, 401, 401, 401]),
+            ("POST", "/v1/predict", "/v1/predict", {"model": "mdep"}, [401, 401, 401, 401, 401]),
         ]
         covered = {(m, p) for m, p, _, _, _ in rows}
         missing = routes_in_source() - covered
@@ -341,7 +402,10 @@ class AuthzMatrixTest(ServerTest):
                     failures.append("%s %s as %s: got %d, want %d (%s)" % (method, pattern, caller,
                                                                           st, want, resp))
                 # Refused sign-ins and joins are themselves audited; nothing else is.
-                if st in (401, 403) and pattern not in ("/api/v1/auth/login", "/api/v1/agent/join"):
+                if pattern.startswith("/v1/"):
+                    self.assertEqual(resp["error"]["code"], "invalid_api_key", resp)
+                elif st in (401, 403) and pattern not in ("/api/v1/auth/login",
+                                                          "/api/v1/agent/join"):
                     self.assertEqual(resp["error"]["code"],
                                      "unauthenticated" if st == 401 else "permission_denied")
                     after = self.db.sql("SELECT count(*) FROM audit_events")[0][0]
