@@ -32,6 +32,7 @@ train|train/run.sh|train/run.sh --rounds 1
 recovery|recovery/run.sh|recovery/run.sh --reps 1
 templates|templates/run.sh|templates/run.sh --rounds 1
 web|web/run.sh|web/run.sh
+serving|serving/run.sh|serving/run.sh --quick
 LIST
 }
 

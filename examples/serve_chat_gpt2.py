@@ -37,7 +37,6 @@ size), every request runs alone and the log says so.
 By hand: examples/README.md, "Model servers".
 """
 import dataclasses
-import json
 import os
 
 import torch
@@ -59,8 +58,7 @@ class Chat(ts.Model):
 
     def load(self, files):
         if files.is_dir:
-            with open(files.path("config.json"), encoding="utf-8") as f:
-                meta = json.load(f)
+            meta = files.json("config.json")
             tok = meta.get("tokenizer", {})
             if tok.get("type") != "bytes" or tok.get("eot") != EOT or tok.get("sep") != SEP:
                 raise ValueError("config.json names another tokenizer: %r" % (tok,))

@@ -20,7 +20,6 @@ Batching: the texts of every request in a batch run as one forward pass.
 Each text is padded to max_len, the shape it had in training and in
 validation, so its answer does not depend on the texts it meets in a batch.
 """
-import json
 import os
 
 import torch
@@ -34,8 +33,7 @@ class Classify(ts.Model):
 
     def load(self, files):
         if files.is_dir:
-            with open(files.path("vocab.json"), encoding="utf-8") as f:
-                vocab = json.load(f)
+            vocab = files.json("vocab.json")
             labels, kind, chars, cfg = vocab["labels"], vocab["tokenizer"], list(vocab["chars"]), vocab["config"]
             state = torch.load(files.path("model.pt"), map_location="cpu")
         else:

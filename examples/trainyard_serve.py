@@ -58,7 +58,8 @@ not_found (unknown route), 405 method_not_allowed, 411 length_required,
 413 request_too_large, 503 model_loading / shutting_down, 500 server_error.
 
 Streaming ("stream": true): server-sent events in HTTP/1.1 chunked transfer
-encoding, one chunk per event, each written and flushed as the model
+encoding (to an HTTP/1.0 request: unchunked, ended by closing the
+connection), one chunk per event, each written and flushed as the model
 produces it: "data: {chunk}\\n\\n" ... "data: [DONE]\\n\\n". The first chat
 chunk carries the role, then one chunk per piece of text (whole UTF-8
 characters only: a multi-byte character is never split across chunks; text
@@ -221,6 +222,11 @@ class Files:
         if name not in self._resolved:
             raise LookupError("%s is not in the version's manifest" % name)
         return self._resolved[name]
+
+    def json(self, name):
+        """A manifest entry parsed as UTF-8 JSON."""
+        with open(self.path(name), encoding="utf-8") as f:
+            return json.load(f)
 
     def single(self):
         """The checkpoint file of a version registered from a checkpoint."""
@@ -665,7 +671,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "trainyard-serve"
     timeout = IDLE_TIMEOUT_S
+    # TCP_NODELAY: the headers and the body (and each streamed event) are
+    # separate writes; under Nagle's algorithm the second waits for the
+    # client's delayed ACK of the first, 40 ms a response.
+    disable_nagle_algorithm = True
     app = None  # set on the subclass main() makes
+    _chunked = True  # this response's stream uses chunked encoding
 
     def version_string(self):
         return self.server_version
@@ -894,7 +905,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
+            # HTTP/1.0 has no chunked encoding: the end of the stream is the
+            # end of the connection there.
+            self._chunked = self.request_version != "HTTP/1.0"
+            if self._chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.close_connection = True
+                self.send_header("Connection", "close")
             self.end_headers()
             started = True
             if chat:
@@ -906,14 +924,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if w.include_usage:
                 chunk(usage=True)
             self._sse("[DONE]")
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self._end_stream()
         except ServeError as e:
             if not started:
                 raise
             self._sse(json.dumps(e.body(), separators=(",", ":")))
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self._end_stream()
         except OSError:
             w.cancelled = True  # the client went away: the model may stop early
             self.close_connection = True
@@ -925,7 +941,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _sse(self, payload):
         data = ("data: %s\n\n" % payload).encode("utf-8")
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if self._chunked else data)
+        self.wfile.flush()
+
+    def _end_stream(self):
+        if self._chunked:
+            self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
     def _embed_or_predict(self, op, body):

@@ -94,6 +94,7 @@ class Served:
         with open(self.log, "wb") as f:
             self.proc = subprocess.Popen([PY, os.path.join(EXAMPLES, script)], stdout=f,
                                          stderr=subprocess.STDOUT, env=e, cwd=tmp)
+        harness._children.append(self.proc)  # killed at exit if a test leaves it running
         self.port = None
 
     def text(self):
@@ -496,6 +497,24 @@ class ServeScriptsTest(unittest.TestCase):
             _, events = s.stream("/v1/chat/completions", chat(q, stream=True))
             pieces = [e["choices"][0]["delta"].get("content", "") for e in events[1:-2]]
             self.assertEqual(pieces, list(q), "one whole character per chunk")
+            # HTTP/1.0 has no chunked encoding: the stream ends with the connection.
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=60)
+            data = json.dumps(chat(q, stream=True)).encode()
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.0\r\nAuthorization: Bearer %s\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (TOKEN.encode(), len(data), data))
+            raw = b""
+            while True:
+                b = sock.recv(65536)
+                if not b:
+                    break
+                raw += b
+            sock.close()
+            head, _, sse = raw.partition(b"\r\n\r\n")
+            self.assertIn(b" 200 ", head.split(b"\r\n")[0])
+            self.assertNotIn(b"chunked", head.lower())
+            events = [e[len("data: "):] for e in sse.decode().split("\n\n") if e]
+            self.assertEqual(events[-1], "[DONE]")
+            self.assertEqual("".join(json.loads(e)["choices"][0]["delta"].get("content", "") for e in events[:-1]), q)
             self.assertEqual(s.post("/v1/completions", {"prompt": q, "max_tokens": 4})[2]["choices"][0]["text"],
                              "你\ufffd", "4 bytes: a whole character, then a cut one as GPT answers decode")
             status, _, body = s.post("/v1/embeddings", {"input": ["a", "b", "a"]})
