@@ -143,4 +143,7 @@ enum rc api_export_approve(struct srv_req *req);
 enum rc api_export_deny(struct srv_req *req);
 enum rc api_export_download(struct srv_req *req);
 
+/* api_serve_stats.c: a deployment's gateway traffic per minute (docs/serving.md) */
+enum rc api_serve_stats(struct srv_req *req);
+
 #endif

@@ -49,6 +49,7 @@ static const struct router_route table[] = {
     R("GET", "/api/v1/deployments/{name}", SRV_AUTH_USER, api_deployment_get),
     R("PATCH", "/api/v1/deployments/{name}", SRV_AUTH_USER, api_deployment_update),
     R("POST", "/api/v1/deployments/{name}/start", SRV_AUTH_USER, api_deployment_start),
+    R("GET", "/api/v1/deployments/{name}/stats", SRV_AUTH_USER, api_serve_stats),
     R("POST", "/api/v1/deployments/{name}/stop", SRV_AUTH_USER, api_deployment_stop),
     /* The API's description and its reference page (api_openapi.h). */
     R("GET", "/api/v1/docs", SRV_AUTH_NONE, api_docs_page),

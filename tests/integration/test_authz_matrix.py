@@ -268,6 +268,8 @@ class AuthzMatrixTest(ServerTest):
              [401, 201, 404, 403, 201]),
             ("GET", "/api/v1/deployments/{name}", "/api/v1/deployments/mdep", None,
              [401, 200, 404, 200, 200]),
+            ("GET", "/api/v1/deployments/{name}/stats", "/api/v1/deployments/mdep/stats", None,
+             [401, 200, 404, 200, 200]),
             ("PATCH", "/api/v1/deployments/{name}", "/api/v1/deployments/mdep", {"idle_s": 5},
              [401, 200, 404, 403, 200]),
             ("POST", "/api/v1/deployments/{name}/start", fresh_dep("start"), None,

@@ -206,7 +206,7 @@ export const headState = (page) => page.evaluate(() => {
 export async function untranslated(page) {
   return page.evaluate(() => {
     const bad = [...((window.__ty && window.__ty.missing) || [])];
-    const keyLike = /^(nav|common|state|role|prio|error|field|reason|overview|wizard|job|jobs|login|queue|nodes|admin|account|audit|submit)\.[a-z0-9_.-]+$/;
+    const keyLike = /^(nav|common|state|role|prio|error|field|reason|overview|wizard|job|jobs|login|queue|nodes|admin|account|audit|submit|models|deployments|deployment|deploy|serve|chat)\.[a-z0-9_.-]+$/;
     const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     for (let n = w.nextNode(); n; n = w.nextNode()) if (keyLike.test(n.textContent.trim())) bad.push('text: ' + n.textContent.trim());
     for (const el of document.querySelectorAll('[aria-label],[placeholder],[title]'))

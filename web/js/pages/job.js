@@ -1,6 +1,7 @@
 // job.js - #/jobs/{id}: one job.
 //   header: name, state (from the newest event, so it follows events live),
-//           cancel, resubmit, clone-and-edit (#/wizard?clone=id);
+//           cancel, resubmit, clone-and-edit (#/wizard?clone=id), and deploy
+//           (deploy.js) for a SUCCEEDED job whose template serves;
 //   timeline: every event with its reason (by code, in the page's language);
 //   loss and throughput charts (chart.js: live, LTTB-sampled);
 //   logs per rank: opened at the end (a failed job's traceback shows first),
@@ -16,6 +17,7 @@ import { t, has, fmtNum, fmtBytes } from '../i18n.js';
 import { errorBox, liveTable, section, TERMINAL } from '../ui.js';
 import { reasonText } from '../errors.js';
 import { liveChart } from '../chart.js';
+import { deployButton } from '../deploy.js';
 
 const MAX_LINES = 20000; // per rank kept in the page while following (earlier pages asked for are kept too)
 const SHOW_LINES = 2000; // drawn at once (the newest, or the newest matches); "earlier" adds as many
@@ -40,6 +42,7 @@ export function render(main, ctx) {
   const resubmitBtn = h('button', { type: 'button', id: 'job-resubmit' }, t('job.resubmit'));
   const cloneLink = h('a', { class: 'button', href: '#/wizard?clone=' + encodeURIComponent(id), id: 'job-clone' }, t('job.clone'));
   const canAct = ctx.me.role !== 'auditor';
+  const deploy = deployButton(ctx);
 
   cancelBtn.addEventListener('click', async () => {
     if (!window.confirm(t('job.cancel_confirm', { id }))) return;
@@ -71,6 +74,7 @@ export function render(main, ctx) {
     cancelBtn.hidden = !canAct || term;
     resubmitBtn.hidden = !canAct || !term;
     cloneLink.hidden = !canAct;
+    if (job) deploy.update(Object.assign({}, job, { state: s }));
   }
 
   // ---- summary
@@ -443,7 +447,7 @@ export function render(main, ctx) {
   }
 
   main.append(
-    h('div', { class: 'page-head' }, title, headState, h('div', { class: 'spacer' }), cancelBtn, resubmitBtn, cloneLink),
+    h('div', { class: 'page-head' }, title, headState, h('div', { class: 'spacer' }), deploy.el, cancelBtn, resubmitBtn, cloneLink),
     msg,
     h('div', { class: 'grid2' }, section(t('job.summary'), summary), section(t('job.timeline'), timeline)),
     h('div', { class: 'grid2' }, section(t('job.loss_chart'), lossEl, latestBox), section(t('job.throughput_chart'), tpEl)),
