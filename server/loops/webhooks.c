@@ -50,6 +50,33 @@ static const char *str_or(const char *s, const char *dflt)
     return s != NULL ? s : dflt;
 }
 
+/* A visitor of a chat widget asked for a person: who, and the conversation
+ * so far, one line per message, for the person who follows up. */
+static char *handoff_text(const json_t *p)
+{
+    const json_t *conv = json_object_get(p, "conversation"), *m;
+    size_t i, len, cap = 32768; /* past the handoff route's bound on a conversation */
+    char *buf = malloc(cap);
+
+    if (buf == NULL)
+        return NULL;
+    len = (size_t)snprintf(buf, cap,
+                           "【trainyard】访客请求人工客服 / a visitor asked for a person\n%s (%s)",
+                           str_or(json_string_value(json_object_get(p, "deployment")), ""),
+                           str_or(json_string_value(json_object_get(p, "visitor")), ""));
+    json_array_foreach(conv, i, m)
+    {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        int user = role != NULL && strcmp(role, "user") == 0;
+        if (len >= cap - 1)
+            break;
+        len +=
+            (size_t)snprintf(buf + len, cap - len, "\n%s: %s", user ? "访客 visitor" : "助手 bot",
+                             str_or(json_string_value(json_object_get(m, "content")), ""));
+    }
+    return buf;
+}
+
 /* One line a person reads in a chat group: Chinese first, then English. */
 static char *chat_text(const json_t *p)
 {
@@ -60,6 +87,8 @@ static char *chat_text(const json_t *p)
 
     if (event == NULL)
         event = "";
+    if (strcmp(event, "serve.handoff") == 0)
+        return handoff_text(p);
     if (strcmp(event, "job.failed") == 0)
         zh = "训练作业失败", en = "job failed";
     else if (strcmp(event, "job.recovered") == 0)
