@@ -129,6 +129,7 @@
   async function start() {
     $('send').textContent = t.send;
     $('input').placeholder = t.placeholder;
+    $('input').setAttribute('aria-label', t.placeholder);
     $('title').textContent = t.title;
     try {
       const r = await fetch(base + '/config');
