@@ -6,8 +6,9 @@
 // opens the chat, the greeting and suggested questions show, a suggested
 // question is answered (streamed from the gateway), asking for 人工 shows
 // that a person will follow up and a local receiver gets the WeCom-format
-// message with the conversation; no console error. A host on an origin the
-// widget does not allow cannot frame the page. Screenshots in
+// message with the conversation; no console error. In English, with the
+// deployment stopped, the failure is one friendly English sentence. A host
+// on an origin the widget does not allow cannot frame the page. Screenshots in
 // build/web-screenshots/chat-widget-*.png.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -95,6 +96,31 @@ test('the chat widget on another site: greeting, streamed answer, handoff, frami
     assert.ok(box.x >= 0 && box.x + box.width <= w + 1, `the chat fits the window at ${w} px: ${JSON.stringify(box)}`);
     await page.context().close();
   }
+
+  // A visitor whose browser speaks English, after the deployment stopped:
+  // the greeting in English, and the gateway's 503 as one friendly sentence
+  // that names nothing internal.
+  await admin.call('POST', '/deployments/helpdesk/stop', {});
+  await waitFor('the gateway to have no replica', 60_000, async () => (await fetch(stack.base + 'v1/chat/completions', { method: 'POST', headers: { Authorization: 'Bearer ' + cfg.key, 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'helpdesk', messages: [{ role: 'user', content: 'ping' }] }) })).status === 503, 500);
+  const ctx = await stack.st.browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-US' });
+  const en = await ctx.newPage();
+  const problems = [];
+  en.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  en.on('console', (m) => { if (m.type() === 'error' && !/status of 503/.test(m.text())) problems.push(m.text()); });
+  await en.goto(origin + '/');
+  assert.equal(await en.textContent('button[data-trainyard-widget=button]'), 'Chat');
+  await en.click('button[data-trainyard-widget=button]');
+  const ef = en.frameLocator('iframe[data-trainyard-widget=frame]');
+  await ef.locator('li.bot .bubble', { hasText: 'Hello! How can we help?' }).waitFor({ timeout: 30_000 });
+  assert.equal(await ef.locator('#send').textContent(), 'Send');
+  await ef.locator('#input').fill('Where is my order?');
+  await ef.locator('#send').click();
+  await ef.locator('li.error .bubble', { hasText: 'Sorry, the service is unavailable right now.' }).waitFor({ timeout: 30_000 });
+  const shown = await ef.locator('#log').textContent();
+  assert.doesNotMatch(shown, /replica|503|helper|version|error/i);
+  await en.screenshot({ path: path.join(SHOTS, 'chat-widget-en-unavailable.png') });
+  assert.deepEqual(problems, []);
+  await ctx.close();
 
   // An origin the widget does not name cannot frame the page: localhost is
   // another origin than 127.0.0.1 for the browser.
