@@ -85,6 +85,10 @@ int cli_cmd_queue(int argc, char **argv, FILE *out, FILE *err);
 int cli_cmd_deploy(int argc, char **argv, FILE *out, FILE *err);
 int cli_cmd_deployments(int argc, char **argv, FILE *out, FILE *err);
 
+/* trainyard chat DEPLOYMENT [-m MESSAGE] [--key KEY] [--server URL]
+ * (cmd_chat.c). */
+int cli_cmd_chat(int argc, char **argv, FILE *out, FILE *err);
+
 /* Why a forecast entry (docs/queue.md) waits, in English, from its reason
  * {code, params}, into buf (always terminated). entry is borrowed. */
 void cli_queue_reason(const json_t *entry, char *buf, size_t size);

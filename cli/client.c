@@ -276,8 +276,10 @@ out:
     return rc;
 }
 
-enum rc cli_client_stream(struct cli_client *c, const char *path, const char *last_id, long idle_s,
-                          cli_stream_fn fn, void *ud, long *status, json_t **resp, FILE *err)
+/* The streams' common part: method with body text (may be NULL). */
+static enum rc stream(struct cli_client *c, const char *method, const char *path, const char *text,
+                      const char *last_id, long idle_s, cli_stream_fn fn, void *ud, long *status,
+                      json_t **resp, FILE *err)
 {
     struct httpc_req req;
     const char *hdr[HEADERS_MAX];
@@ -291,8 +293,11 @@ enum rc cli_client_stream(struct cli_client *c, const char *path, const char *la
         cli_errf(err, M_OOM);
         return RC_ENOMEM;
     }
-    headers(c, 0, last_id, lid, hdr);
+    headers(c, text != NULL, last_id, lid, hdr);
     base_request(c, url, hdr, &req);
+    req.method = method;
+    req.body = text;
+    req.body_len = text != NULL ? strlen(text) : 0;
     /* A 2xx body goes to fn; a refusal's error body is kept (bounded). */
     req.on_data = fn;
     req.data_ud = ud;
@@ -302,6 +307,28 @@ enum rc cli_client_stream(struct cli_client *c, const char *path, const char *la
     req.idle_s = idle_s;
     rc = exchange(c, &req, status, resp, err);
     free(url);
+    return rc;
+}
+
+enum rc cli_client_stream(struct cli_client *c, const char *path, const char *last_id, long idle_s,
+                          cli_stream_fn fn, void *ud, long *status, json_t **resp, FILE *err)
+{
+    return stream(c, "GET", path, NULL, last_id, idle_s, fn, ud, status, resp, err);
+}
+
+enum rc cli_client_stream_post(struct cli_client *c, const char *path, const json_t *body,
+                               long idle_s, cli_stream_fn fn, void *ud, long *status, json_t **resp,
+                               FILE *err)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    enum rc rc;
+
+    if (text == NULL) {
+        cli_errf(err, M_OOM);
+        return RC_ENOMEM;
+    }
+    rc = stream(c, "POST", path, text, NULL, idle_s, fn, ud, status, resp, err);
+    free(text);
     return rc;
 }
 

@@ -75,6 +75,12 @@ enum rc cli_client_stream(struct cli_client *c, const char *path, const char *la
                           cli_stream_fn fn, void *ud, long *status /* out */,
                           json_t **resp /* out */, FILE *err);
 
+/* As cli_client_stream(), but POST body (borrowed) as JSON: a streamed
+ * answer of the inference gateway. */
+enum rc cli_client_stream_post(struct cli_client *c, const char *path, const json_t *body,
+                               long idle_s, cli_stream_fn fn, void *ud, long *status /* out */,
+                               json_t **resp /* out */, FILE *err);
+
 /* The exit code (cli.h) for a request the server refused with status and
  * error body resp (borrowed, may be NULL): 401 and 403 permission_denied
  * CLI_EXIT_AUTH, 404 CLI_EXIT_NOTFOUND, 403 policy_violation and 409

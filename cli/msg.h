@@ -69,6 +69,10 @@
     X(M_W_DEPLOY, "the server refused the deployment", "服务器拒绝了该部署")                       \
     X(M_W_DEPLOYMENTS, "cannot list the deployments", "无法列出部署")                              \
     X(M_W_DEPLOYMENT, "cannot read or change the deployment", "无法读取或修改该部署")              \
+    X(M_W_CHAT, "the gateway refused the chat", "网关拒绝了对话")                                  \
+    X(M_CHAT_NO_KEY, "no key for the gateway: give --key KEY or set TRAINYARD_API_KEY",            \
+      "没有网关密钥：请使用 --key KEY 或设置 TRAINYARD_API_KEY")                                   \
+    X(M_CHAT_CUT, "the answer was cut off", "回答中断")                                            \
     X(M_BAD_MODEL_REF, "MODEL must be NAME, NAME:VERSION or NAME@ALIAS (got %s)",                  \
       "MODEL 必须是 NAME、NAME:VERSION 或 NAME@ALIAS（收到 %s）")                                  \
     X(M_DEPLOYMENT_LINE, "deployment %s: %s, model %s version %s, %s of %s replicas ready",        \
@@ -254,6 +258,7 @@
       "列出部署；查看、扩缩、停止或启动某个部署")                                                  \
     X(S_MODELS, "list, show and register models; move their aliases",                              \
       "列出、查看和注册模型；调整别名")                                                            \
+    X(S_CHAT, "chat with a deployment through the gateway", "通过网关与部署的模型对话")            \
     X(S_AUDIT, "export the audit log, or verify an export offline",                                \
       "导出审计日志，或离线校验导出文件")                                                          \
     X(S_VERSION, "print the version", "显示版本")                                                  \

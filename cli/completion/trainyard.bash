@@ -12,7 +12,7 @@ _trainyard() {
     cmd=${COMP_WORDS[1]:-}
     sub=${COMP_WORDS[2]:-}
 
-    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor deploy deployments tokens models audit version help"
+    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor deploy deployments chat tokens models audit version help"
     local common="--json --server --help"
 
     if [ "$COMP_CWORD" -eq 1 ]; then
@@ -75,6 +75,7 @@ _trainyard() {
             fi
             opts="$common"
             [ "$sub" = scale ] && opts="--replicas $opts" ;;
+        chat) opts="-m --message --key $common" ;;
         tokens)
             if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
                 mapfile -t COMPREPLY < <(compgen -W "list create revoke" -- "$cur")

@@ -89,6 +89,14 @@ enum rc api_webhook_deliveries(struct srv_req *req);
 enum rc api_serve_key_create(struct srv_req *req);
 enum rc api_serve_key_list(struct srv_req *req);
 enum rc api_serve_key_revoke(struct srv_req *req);
+
+/* api_widget.c: a deployment's public chat widget and its handoff */
+enum rc api_widget_get(struct srv_req *req);
+enum rc api_widget_put(struct srv_req *req);
+enum rc api_widget_page(struct srv_req *req);
+enum rc api_widget_script(struct srv_req *req);
+enum rc api_widget_config(struct srv_req *req);
+enum rc api_widget_handoff(struct srv_req *req);
 enum rc api_serve_usage(struct srv_req *req);
 
 /* api_audit.c */

@@ -41,6 +41,14 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/deployments/{name}/keys", SRV_AUTH_USER, api_serve_key_create),
     R("DELETE", "/api/v1/deployments/{name}/keys/{id}", SRV_AUTH_USER, api_serve_key_revoke),
     R("GET", "/api/v1/deployments/{name}/usage", SRV_AUTH_ADMIN, api_serve_usage),
+    R("GET", "/api/v1/deployments/{name}/widget", SRV_AUTH_USER, api_widget_get),
+    R("PUT", "/api/v1/deployments/{name}/widget", SRV_AUTH_USER, api_widget_put),
+    /* The public chat widget (docs/serving.md, "Widget and handoff"):
+     * visitors, no sign-in; each answers only while the widget is enabled. */
+    R("GET", "/chat/{name}", SRV_AUTH_NONE, api_widget_page),
+    R("GET", "/chat/{name}/widget.js", SRV_AUTH_NONE, api_widget_script),
+    R("GET", "/chat/{name}/config", SRV_AUTH_NONE, api_widget_config),
+    R("POST", "/chat/{name}/handoff", SRV_AUTH_NONE, api_widget_handoff),
     R("POST", "/api/v1/datasets", SRV_AUTH_USER, api_dataset_create),
     R("GET", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_get),
     R("DELETE", "/api/v1/datasets/{name}", SRV_AUTH_USER, api_dataset_delete),

@@ -718,8 +718,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (ctx->too_big)
         return send_error_msg(&ctx->req, RC_ETOOBIG, "", "the request body is too large");
     if (strncmp(url, "/api/", 5) != 0 && strncmp(url, "/v1/", 4) != 0 &&
-        strcmp(url, "/healthz") != 0 && strcmp(url, "/readyz") != 0 &&
-        strcmp(url, "/metrics") != 0) {
+        strncmp(url, "/chat/", 6) != 0 && strcmp(url, "/healthz") != 0 &&
+        strcmp(url, "/readyz") != 0 && strcmp(url, "/metrics") != 0) {
         ctx->route = METRICS_ROUTE_STATIC;
         return serve_static(&ctx->req);
     }

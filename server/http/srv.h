@@ -28,6 +28,9 @@ struct MHD_Connection;
 
 /* Answer headers a handler may add (srv_add_header). */
 #define SRV_MAX_RESP_HEADERS 6
+/* The longest answer header value a handler may add, with its NUL (a
+ * widget page's Content-Security-Policy names its allowed origins). */
+#define SRV_RESP_HEADER_VALUE 640
 
 /* Who may call a route. */
 enum srv_auth {
@@ -103,7 +106,7 @@ struct srv_req {
     const char *raw_body;
     size_t raw_body_len;
     /* More answer headers (srv_add_header), sent with any answer. */
-    char resp_hdr[SRV_MAX_RESP_HEADERS][2][128];
+    char resp_hdr[SRV_MAX_RESP_HEADERS][2][SRV_RESP_HEADER_VALUE];
     int nresp_hdr;
 };
 

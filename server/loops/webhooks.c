@@ -50,6 +50,73 @@ static const char *str_or(const char *s, const char *dflt)
     return s != NULL ? s : dflt;
 }
 
+/* A handoff's text in a chat group: WeCom takes at most 2048 bytes of text
+ * in a message, so the text keeps the newest messages that fit, each cut to
+ * HANDOFF_LINE_MAX bytes (the generic format carries them all). */
+#define HANDOFF_TEXT_MAX 2000
+#define HANDOFF_LINE_MAX 300
+
+/* How many bytes of s to keep for at most n: whole UTF-8 characters. */
+static size_t utf8_cut(const char *s, size_t n)
+{
+    size_t len = strlen(s);
+
+    if (len <= n)
+        return len;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+static const char *handoff_label(const json_t *m)
+{
+    const char *role = json_string_value(json_object_get(m, "role"));
+
+    return role != NULL && strcmp(role, "user") == 0 ? "访客 visitor" : "助手 bot";
+}
+
+/* The line of message m: "\n<label>: <content>", its length. */
+static size_t handoff_line(const json_t *m, char *out, size_t out_size)
+{
+    const char *c = str_or(json_string_value(json_object_get(m, "content")), "");
+    size_t keep = utf8_cut(c, HANDOFF_LINE_MAX);
+    int n = snprintf(out, out_size, "\n%s: %.*s%s", handoff_label(m), (int)keep, c,
+                     keep < strlen(c) ? "…" : "");
+
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* A visitor of a chat widget asked for a person: who, and the newest
+ * messages of the conversation, one line each, for whoever follows up. */
+static char *handoff_text(const json_t *p)
+{
+    const json_t *conv = json_object_get(p, "conversation");
+    size_t n = json_array_size(conv), first = n, len, used;
+    char *buf = malloc(HANDOFF_TEXT_MAX + 1), line[HANDOFF_LINE_MAX + 64];
+
+    if (buf == NULL)
+        return NULL;
+    len = (size_t)snprintf(
+        buf, HANDOFF_TEXT_MAX + 1,
+        "【trainyard】访客请求人工客服 / a visitor asked for a person\n%.64s (%.64s)",
+        str_or(json_string_value(json_object_get(p, "deployment")), ""),
+        str_or(json_string_value(json_object_get(p, "visitor")), ""));
+    /* The newest messages that fit after the heading and a "…" line. */
+    used = len + strlen("\n…");
+    while (first > 0) {
+        size_t l = handoff_line(json_array_get(conv, first - 1), line, sizeof(line));
+        if (used + l > HANDOFF_TEXT_MAX)
+            break;
+        used += l;
+        first--;
+    }
+    if (first > 0)
+        len += (size_t)snprintf(buf + len, HANDOFF_TEXT_MAX + 1 - len, "\n…");
+    for (size_t i = first; i < n; i++)
+        len += handoff_line(json_array_get(conv, i), buf + len, HANDOFF_TEXT_MAX + 1 - len);
+    return buf;
+}
+
 /* One line a person reads in a chat group: Chinese first, then English. */
 static char *chat_text(const json_t *p)
 {
@@ -60,6 +127,8 @@ static char *chat_text(const json_t *p)
 
     if (event == NULL)
         event = "";
+    if (strcmp(event, "serve.handoff") == 0)
+        return handoff_text(p);
     if (strcmp(event, "job.failed") == 0)
         zh = "训练作业失败", en = "job failed";
     else if (strcmp(event, "job.recovered") == 0)
