@@ -270,7 +270,8 @@ static enum rc cancel_replica(struct srv_req *req, struct dep_tx *x, int64_t job
 static int canary_wanted(const struct dep_tx *x)
 {
     return strcmp(x->d.state, "active") == 0 && x->d.canary_version_id > 0 &&
-           x->d.canary_weight > 0 && x->cv != NULL && x->cv->version_id == x->d.canary_version_id;
+           x->d.canary_weight > 0 && x->cv != NULL && x->cv->version_id == x->d.canary_version_id &&
+           (x->v == NULL || x->v->version_id != x->d.canary_version_id);
 }
 
 /*

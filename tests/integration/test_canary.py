@@ -20,16 +20,20 @@ version 1 takes every step in turn:
   that a real replica of it cannot keep;
 - POST .../canary/promote makes the canary's version the deployment's: the
   canary's replica is kept as the deployment's, the old one cancelled.
+
+The first canary, the rollback and the promote go through the command
+line (trainyard canary, trainyard rollback, trainyard canary promote).
 """
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from harness import Client, ServerTest, Worker, wait_for  # noqa: E402
+from harness import CLI_BIN, Client, ServerTest, Worker, wait_for  # noqa: E402
 
 METRICS_TOKEN = "metrics-token-for-canary-tests-0123456789"
 
@@ -60,6 +64,17 @@ class CanaryTest(ServerTest):
         finally:
             shutil.rmtree(cls.storage, ignore_errors=True)
 
+    def cli(self, *args):
+        """trainyard ARGS --json: (exit status, the answer or stderr)."""
+        home = tempfile.mkdtemp(prefix="home-", dir=self.storage)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("LC_ALL", "LC_MESSAGES", "TRAINYARD_TOKEN", "XDG_CONFIG_HOME")}
+        env.update(LANG="C.UTF-8", HOME=home, TRAINYARD_URL=self.server.url,
+                   TRAINYARD_TOKEN=self.cli_token)
+        p = subprocess.run([CLI_BIN] + list(args) + ["--json"], capture_output=True, text=True,
+                           env=env, timeout=120)
+        return p.returncode, json.loads(p.stdout) if p.returncode == 0 else p.stderr
+
     def job(self, jid):
         return self.admin.get("/api/v1/jobs/" + str(jid))[1]
 
@@ -81,15 +96,17 @@ class CanaryTest(ServerTest):
     def last_event_id(self):
         return int(self.db.sql("SELECT coalesce(max(id), 0) FROM audit_events")[0][0])
 
-    def versions_answering(self, key, n):
-        """The x-trainyard-version of n chat requests through the gateway."""
+    def versions_answering(self, key, n, strict=True):
+        """The x-trainyard-version of n chat requests through the gateway;
+        strict: each must be answered 200."""
         c = Client(self.server.url, token=key)
         body = json.dumps({"model": "cn", "messages": [{"role": "user", "content": "hi"}]})
         seen = []
         for _ in range(n):
             st, answer, hdrs = c.request("POST", "/v1/chat/completions", raw=body)
-            self.assertEqual(st, 200, answer)
-            seen.append(hdrs["x-trainyard-version"])
+            if strict:
+                self.assertEqual(st, 200, answer)
+            seen.append(hdrs.get("x-trainyard-version"))
         return seen
 
     def test_canary_rollback_auto_rollback_promote(self):
@@ -133,10 +150,16 @@ class CanaryTest(ServerTest):
         self.assertEqual(self.events("deployment.canary", before), [])
         self.assertEqual(len(self.dep()["replicas_detail"]), 1)
 
+        self.cli_token = self.admin.post("/api/v1/tokens", {"name": "cli"})[1]["token"]
+        st, usage = self.cli("canary", "cn", "2")
+        self.assertEqual(st, 2, usage)
+        self.assertIn("--weight", usage)
+
         # A canary of 10 %: one replica of version 2, in the same transaction.
-        st, d, _ = self.admin.post("/api/v1/deployments/cn/canary", {"version": 2, "weight": 10})
-        self.assertEqual(st, 200, d)
-        self.assertEqual((d["canary_version"], d["canary_weight"]), (2, 10), d)
+        st, d = self.cli("canary", "cn", "2", "--weight", "10")
+        self.assertEqual(st, 0, d)
+        self.assertEqual((d["canary_version"], d["canary_weight"], d["canary_replicas"]),
+                         (2, 10, 1), d)
         canary = [r["job_id"] for r in d["replicas_detail"] if r["version"] == 2]
         self.assertEqual(len(canary), 1, d)
         ev = self.events("deployment.canary", before)
@@ -155,8 +178,8 @@ class CanaryTest(ServerTest):
 
         # Rollback: weight 0, the canary's replica cancelled, no request reaches it.
         before = self.last_event_id()
-        st, d, _ = self.admin.post("/api/v1/deployments/cn/rollback", {})
-        self.assertEqual(st, 200, d)
+        st, d = self.cli("rollback", "cn")
+        self.assertEqual(st, 0, d)
         self.assertEqual((d["canary_weight"], d["canary_version"]), (0, 2), d)
         self.assertEqual([r["job_id"] for r in d["replicas_detail"]], [primary], d)
         ev = self.events("deployment.canary", before)
@@ -183,7 +206,10 @@ class CanaryTest(ServerTest):
         def rolled_back():
             if self.dep()["canary_weight"] == 0:
                 return True
-            self.versions_answering(key, 10)
+            # The rollback may cancel the canary's replica while one of
+            # these is on its way to it (503 shutting_down from the model
+            # server): only the records count here.
+            self.versions_answering(key, 10, strict=False)
             return False
         wait_for(rolled_back, timeout=120, what="the automatic rollback")
         ev = [e for e in self.events("deployment.canary", before)
@@ -205,8 +231,8 @@ class CanaryTest(ServerTest):
         self.assertEqual(st, 200, d)
         canary = [r["job_id"] for r in d["replicas_detail"] if r["version"] == 2]
         before = self.last_event_id()
-        st, d, _ = self.admin.post("/api/v1/deployments/cn/canary/promote", {})
-        self.assertEqual(st, 200, d)
+        st, d = self.cli("canary", "promote", "cn")
+        self.assertEqual(st, 0, d)
         self.assertEqual((d["version"], d["canary_version"], d["canary_weight"]), (2, None, 0), d)
         self.assertEqual([r["job_id"] for r in d["replicas_detail"]], canary, d)
         ev = self.events("deployment.canary", before)
@@ -215,8 +241,20 @@ class CanaryTest(ServerTest):
         wait_for(lambda: self.job(primary)["state"] == "CANCELLED", timeout=90,
                  what="the old version's replica cancelled")
         wait_for(lambda: self.ready(2), timeout=180, what="the promoted replica ready")
-        wait_for(lambda: set(self.versions_answering(key, 20)) == {str(vids[2])}, timeout=30,
-                 what="every request answered by version 2")
+        wait_for(lambda: set(self.versions_answering(key, 20, strict=False)) == {str(vids[2])},
+                 timeout=30, what="every request answered by version 2")
+        # A PATCH of the canary's settings (the dashboard's slider) makes and
+        # cancels its replicas alike.
+        st, d, _ = self.admin.request("PATCH", "/api/v1/deployments/cn",
+                                      {"canary_version": 1, "canary_weight": 20})
+        self.assertEqual(st, 200, d)
+        old = [r["job_id"] for r in d["replicas_detail"] if r["version"] == 1]
+        self.assertEqual(len(old), 1, d)
+        st, d, _ = self.admin.request("PATCH", "/api/v1/deployments/cn", {"canary_weight": 0})
+        self.assertEqual(st, 200, d)
+        self.assertEqual([r["version"] for r in d["replicas_detail"]], [2], d)
+        wait_for(lambda: self.job(old[0])["state"] == "CANCELLED", timeout=90,
+                 what="the slider's canary replica cancelled")
         st, v, _ = self.admin.get("/api/v1/audit/verify")
         self.assertEqual(st, 200, v)
 
