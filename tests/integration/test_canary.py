@@ -14,10 +14,11 @@ version 1 takes every step in turn:
   no request reaches version 2 afterwards;
 - a canary with a bound on its 99th percentile latency that it really
   breaks is rolled back by the server itself (actor system:canary, the
-  measured figures in the event, trainyard_canary_rollbacks_total): the
-  echo server batches requests (TRAINYARD_SERVE_BATCH_MS, 5 ms by default),
-  so every answer it gives takes at least 5 ms, and a bound of 4 ms is one
-  that a real replica of it cannot keep;
+  measured figures in the event, a canary.rolled_back webhook,
+  trainyard_canary_rollbacks_total): the echo server batches requests
+  (TRAINYARD_SERVE_BATCH_MS, 5 ms by default), so every answer it gives
+  takes at least 5 ms, and a bound of 4 ms is one that a real replica of it
+  cannot keep;
 - POST .../canary/promote makes the canary's version the deployment's: the
   canary's replica is kept as the deployment's, the old one cancelled.
 
@@ -196,7 +197,11 @@ class CanaryTest(ServerTest):
         self.assertEqual(seen.count(str(vids[2])), 0, seen)
 
         # The automatic rollback: a bound of 4 ms on p99 that the echo
-        # server's 5 ms batching window breaks on every answer.
+        # server's 5 ms batching window breaks on every answer. The team's
+        # webhook that asked for canary.rolled_back is told.
+        st, hook, _ = self.admin.post("/api/v1/webhooks", {
+            "team": "ml", "url": "http://127.0.0.1:9/h", "events": ["canary.rolled_back"]})
+        self.assertEqual(st, 201, hook)
         before = self.last_event_id()
         st, d, _ = self.admin.post("/api/v1/deployments/cn/canary", {
             "version": 2, "weight": 50,
@@ -226,6 +231,10 @@ class CanaryTest(ServerTest):
         self.assertEqual(det["bound"]["max_p99_ms"], 4, det)
         wait_for(lambda: self.job(canary[0])["state"] == "CANCELLED", timeout=90,
                  what="the rolled back canary replica cancelled")
+        payload = json.loads(self.db.sql("SELECT payload FROM webhook_deliveries WHERE "
+                                         "webhook_id = %s AND event = 'canary.rolled_back'"
+                                         % hook["id"])[0][0])
+        self.assertEqual(payload["details"]["op"], "auto_rollback", payload)
         st, text, _ = Client(self.server.url, token=METRICS_TOKEN).get("/metrics")
         self.assertIn("trainyard_canary_rollbacks_total 1\n", text)
 
