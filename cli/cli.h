@@ -84,6 +84,11 @@ int cli_cmd_queue(int argc, char **argv, FILE *out, FILE *err);
  * deployments [list | show | scale | stop | start NAME] (cmd_deploy.c). */
 int cli_cmd_deploy(int argc, char **argv, FILE *out, FILE *err);
 int cli_cmd_deployments(int argc, char **argv, FILE *out, FILE *err);
+/* trainyard canary DEPLOYMENT VERSION|@ALIAS --weight N [--bound JSON]
+ * [--replicas K], trainyard canary promote DEPLOYMENT, trainyard rollback
+ * DEPLOYMENT (cmd_deploy.c). */
+int cli_cmd_canary(int argc, char **argv, FILE *out, FILE *err);
+int cli_cmd_rollback(int argc, char **argv, FILE *out, FILE *err);
 
 /* trainyard chat DEPLOYMENT [-m MESSAGE] [--key KEY] [--server URL]
  * (cmd_chat.c). */

@@ -8,6 +8,9 @@
  *   trainyard deployments show NAME
  *   trainyard deployments scale NAME --replicas K
  *   trainyard deployments stop NAME | start NAME
+ *   trainyard canary DEPLOYMENT VERSION|@ALIAS --weight N [--bound JSON] [--replicas K]
+ *   trainyard canary promote DEPLOYMENT
+ *   trainyard rollback DEPLOYMENT
  *   (each also --json, --server URL)
  *
  * A deployment is printed as one line (state, model, version, replicas
@@ -299,4 +302,132 @@ out:
     json_decref(body);
     cli_client_free(c);
     return code;
+}
+
+static void canary_usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard canary DEPLOYMENT VERSION|@ALIAS --weight N [--bound JSON] "
+               "[--replicas K] [--json] [--server URL]\n"
+               "       trainyard canary promote DEPLOYMENT [--json] [--server URL]\n"
+               "       trainyard rollback DEPLOYMENT [--json] [--server URL]\n"
+               "Send N %% of a deployment's requests to K replicas of another version (rolled\n"
+               "back by the server when it breaks JSON, e.g. '{\"max_p99_ms\":500}'), make it\n"
+               "the deployment's version, or send it nothing and stop its replicas.\n");
+}
+
+/* One POST about deployment name's canary (route: "canary", "canary/promote"
+ * or "rollback"), answered with the deployment. */
+static int canary_post(const struct cli_common *co, const char *name, const char *route,
+                       json_t *body, FILE *out, FILE *err)
+{
+    struct cli_client *c = NULL;
+    char path[200], fmt[64];
+    int code;
+
+    snprintf(fmt, sizeof(fmt), "/api/v1/deployments/%%s/%s", route);
+    if (cli_path(path, sizeof(path), fmt, name) != RC_OK) {
+        cli_errf(err, M_OOM);
+        return CLI_EXIT_FAIL;
+    }
+    if ((code = cli_connect(co->server, &c, err)) == CLI_EXIT_OK)
+        code = request(c, "POST", path, body, 200, M_W_DEPLOYMENT, co->json, out, err);
+    cli_client_free(c);
+    return code;
+}
+
+int cli_cmd_canary(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct cli_common co = {0};
+    const char *pos[3] = {NULL, NULL, NULL}, *bound = NULL, *v;
+    long weight = -1, replicas = 0;
+    int r, npos = 0, code = CLI_EXIT_FAIL, promote;
+    json_t *body = NULL, *b = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        if ((r = cli_common_opt(argc, argv, &i, &co, err)) != 0) {
+            if (r < 0)
+                return cli_usage_error(err, "canary");
+        } else if ((r = cli_opt(argc, argv, &i, "--bound", &bound, err)) != 0) {
+            if (r < 0)
+                return cli_usage_error(err, "canary");
+        } else if ((r = cli_opt(argc, argv, &i, "--weight", &v, err)) != 0) {
+            if (r < 0 || cli_long("--weight", v, 0, 100, &weight, err) != 0)
+                return cli_usage_error(err, "canary");
+        } else if ((r = cli_opt(argc, argv, &i, "--replicas", &v, err)) != 0) {
+            if (r < 0 || cli_long("--replicas", v, 1, 64, &replicas, err) != 0)
+                return cli_usage_error(err, "canary");
+        } else if (argv[i][0] != '-' && npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            cli_bad_arg(argv[i], err);
+            return cli_usage_error(err, "canary");
+        }
+    }
+    if (co.help) {
+        canary_usage(out);
+        return CLI_EXIT_OK;
+    }
+    promote = npos > 0 && strcmp(pos[0], "promote") == 0;
+    if (npos < 2 || (promote && (weight >= 0 || bound || replicas)) || (!promote && weight < 0)) {
+        cli_errf(err, M_REQUIRED, npos < 2 ? (promote ? "DEPLOYMENT" : "VERSION") : "--weight");
+        return cli_usage_error(err, "canary");
+    }
+    if (promote)
+        return canary_post(&co, pos[1], "canary/promote", NULL, out, err);
+    if (bound != NULL && !json_is_object(b = json_loads(bound, 0, NULL))) {
+        json_decref(b);
+        cli_bad_arg(bound, err);
+        return cli_usage_error(err, "canary");
+    }
+    body = json_pack("{s:I}", "weight", (json_int_t)weight);
+    if (body == NULL || (b && json_object_set_new(body, "bound", b) != 0) ||
+        (replicas > 0 && json_object_set_new(body, "replicas", json_integer(replicas)) != 0)) {
+        cli_errf(err, M_OOM);
+        goto out;
+    }
+    b = NULL;
+    if (pos[1][0] == '@') {
+        if (json_object_set_new(body, "alias", json_string(pos[1] + 1)) != 0)
+            goto out;
+    } else {
+        long version = 0;
+        if (cli_long("VERSION", pos[1], 1, 2147483647L, &version, err) != 0) {
+            code = cli_usage_error(err, "canary");
+            goto out;
+        }
+        if (json_object_set_new(body, "version", json_integer(version)) != 0)
+            goto out;
+    }
+    code = canary_post(&co, pos[0], "canary", body, out, err);
+out:
+    json_decref(body);
+    return code;
+}
+
+int cli_cmd_rollback(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct cli_common co = {0};
+    const char *name = NULL;
+    int r;
+
+    for (int i = 1; i < argc; i++) {
+        if ((r = cli_common_opt(argc, argv, &i, &co, err)) != 0) {
+            if (r < 0)
+                return cli_usage_error(err, "rollback");
+        } else if (argv[i][0] != '-' && name == NULL) {
+            name = argv[i];
+        } else {
+            cli_bad_arg(argv[i], err);
+            return cli_usage_error(err, "rollback");
+        }
+    }
+    if (co.help) {
+        canary_usage(out);
+        return CLI_EXIT_OK;
+    }
+    if (name == NULL) {
+        cli_errf(err, M_REQUIRED, "DEPLOYMENT");
+        return cli_usage_error(err, "rollback");
+    }
+    return canary_post(&co, name, "rollback", NULL, out, err);
 }

@@ -41,6 +41,8 @@ static const struct main_command commands[] = {
     {"advisor", S_ADVISOR, cli_cmd_advisor},
     {"deploy", S_DEPLOY, cli_cmd_deploy},
     {"deployments", S_DEPLOYMENTS, cli_cmd_deployments},
+    {"canary", S_CANARY, cli_cmd_canary},
+    {"rollback", S_ROLLBACK, cli_cmd_rollback},
     {"chat", S_CHAT, cli_cmd_chat},
     {"tokens", S_TOKENS, cli_cmd_tokens},
     {"models", S_MODELS, cli_cmd_models},

@@ -256,6 +256,10 @@
     X(S_DEPLOY, "deploy a model version as a service", "把模型版本部署为服务")                     \
     X(S_DEPLOYMENTS, "list deployments; show, scale, stop or start one",                           \
       "列出部署；查看、扩缩、停止或启动某个部署")                                                  \
+    X(S_CANARY, "send a share of a deployment's requests to another version; promote it",          \
+      "把部署的一部分请求发往另一个版本（金丝雀）；或将其转正")                                    \
+    X(S_ROLLBACK, "send a deployment's canary nothing and stop its replicas",                      \
+      "让部署的金丝雀版本不再接收请求，并停止其副本")                                              \
     X(S_MODELS, "list, show and register models; move their aliases",                              \
       "列出、查看和注册模型；调整别名")                                                            \
     X(S_CHAT, "chat with a deployment through the gateway", "通过网关与部署的模型对话")            \

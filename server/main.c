@@ -32,6 +32,7 @@
 #include "retention.h"
 #include "routes.h"
 #include "sched_loop.h"
+#include "serve_canary.h"
 #include "serve_health.h"
 #include "serve_seal.h"
 #include "srv.h"
@@ -147,6 +148,7 @@ struct server_threads {
     struct retention *retention;
     struct serve_health *health;
     struct serve_seal *seal;
+    struct serve_canary *canary;
     struct notify_listener *listener;
 };
 
@@ -283,6 +285,7 @@ static enum rc start_serving(struct srv_app *app, struct srv_tls *tls, struct se
         retention_start(app, &t->retention) != RC_OK ||
         serve_health_start(app, &t->health) != RC_OK ||
         retention_start(app, &t->retention) != RC_OK || serve_seal_start(app, &t->seal) != RC_OK ||
+        serve_canary_start(app, &t->canary) != RC_OK ||
         notify_listener_start(app, &t->listener) != RC_OK)
         return RC_EINTERNAL;
     return RC_OK;
@@ -300,6 +303,7 @@ static void stop_all(struct srv_app *app, struct server_threads *t, struct srv_t
     retention_stop(t->retention);
     serve_health_stop(t->health);
     serve_seal_stop(t->seal);
+    serve_canary_stop(t->canary);
     notify_listener_stop(t->listener); /* it calls into the waiters */
     if (app->waiters != NULL)
         waiters_stop(app->waiters);

@@ -12,7 +12,7 @@ _trainyard() {
     cmd=${COMP_WORDS[1]:-}
     sub=${COMP_WORDS[2]:-}
 
-    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor deploy deployments chat tokens models audit version help"
+    local commands="login logout submit ls show logs cancel queue nodes drain undrain templates advisor deploy deployments canary rollback chat tokens models audit version help"
     local common="--json --server --help"
 
     if [ "$COMP_CWORD" -eq 1 ]; then
@@ -68,6 +68,8 @@ _trainyard() {
                      return 0
                  fi ;;
         deploy) opts="--name --replicas --max-replicas --gpus --team --priority $common" ;;
+        canary) opts="--weight --bound --replicas $common" ;;
+        rollback) opts="$common" ;;
         deployments)
             if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
                 mapfile -t COMPREPLY < <(compgen -W "list show scale stop start" -- "$cur")

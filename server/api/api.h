@@ -122,6 +122,9 @@ enum rc api_deployment_get(struct srv_req *req);
 enum rc api_deployment_update(struct srv_req *req);
 enum rc api_deployment_stop(struct srv_req *req);
 enum rc api_deployment_start(struct srv_req *req);
+enum rc api_deployment_canary(struct srv_req *req);
+enum rc api_deployment_promote(struct srv_req *req);
+enum rc api_deployment_rollback(struct srv_req *req);
 
 enum rc api_audit_events(struct srv_req *req);
 enum rc api_audit_verify(struct srv_req *req);

@@ -178,10 +178,12 @@ struct dep_tx {
     struct db_deployment d;            /* the deployment as it is to be */
     struct db_deployment before;       /* as read before the transaction (changes only) */
     const struct db_serve_version *v;  /* borrowed: what new replicas serve */
+    const struct db_serve_version *cv; /* borrowed: what new canary replicas serve, or NULL */
     const struct db_job_compliance *c; /* borrowed: replica_checks' result */
     const char *team;                  /* borrowed */
     const char *action;                /* deployment.create, .update, .stop, .start */
     json_t *details;                   /* borrowed: the event's details */
+    const json_t *bound;               /* borrowed: a new canary_bound, or NULL */
     int replace;                       /* cancel every live replica (version changed) */
     int lineage_override;              /* create only */
     int canary_changed;                /* also a deployment.canary event */
@@ -206,14 +208,15 @@ static void dep_tx_cleanup(struct dep_tx *x)
     json_decref(x->nodes);
 }
 
-/* Add replica number k of x->d serving x->v. */
-static enum rc add_replica(struct srv_req *req, struct dep_tx *x, int k)
+/* Add replica number k of x->d serving v. */
+static enum rc add_replica(struct srv_req *req, struct dep_tx *x, const struct db_serve_version *v,
+                           int k)
 {
     struct jobspec *spec = NULL;
     json_t *json = NULL, *row = NULL;
     char actor[96], token[64];
     int64_t job_id = 0;
-    enum rc rc = replica_spec(req, &x->d, x->team, x->v, k, &spec, &json);
+    enum rc rc = replica_spec(req, &x->d, x->team, v, k, &spec, &json);
 
     srv_actor(req, actor, sizeof(actor));
     if (rc == RC_OK)
@@ -224,8 +227,7 @@ static enum rc add_replica(struct srv_req *req, struct dep_tx *x, int k)
     if (rc == RC_OK)
         rc = crypto_random_token("", DEP_TOKEN_BYTES, token, sizeof(token));
     if (rc == RC_OK)
-        rc =
-            db_serve_replica_insert(req->db, job_id, x->d.id, x->v->version_id, token, req->req_id);
+        rc = db_serve_replica_insert(req->db, job_id, x->d.id, v->version_id, token, req->req_id);
     crypto_wipe(token, sizeof(token));
     if (rc == RC_OK && json_array_append_new(x->added, json_integer(job_id)) != 0)
         rc = RC_ENOMEM;
@@ -238,21 +240,20 @@ static enum rc add_replica(struct srv_req *req, struct dep_tx *x, int k)
 /* Cancel replica job_id (its row already locked) by the jobs' cancel path. */
 static enum rc cancel_replica(struct srv_req *req, struct dep_tx *x, int64_t job_id)
 {
-    int64_t team_id;
-    char state[16];
+    char actor[96];
     json_t *nodes = NULL, *n;
     size_t i;
-    enum rc rc = db_job_brief(req->db, job_id, 1, &team_id, state, sizeof(state), req->req_id);
+    int cancelled = 0;
+    enum rc rc;
 
-    if (rc == RC_OK)
-        rc = db_serve_replica_retire(req->db, job_id, req->req_id);
-    if (rc != RC_OK || db_job_state_terminal(state))
+    srv_actor(req, actor, sizeof(actor));
+    rc = db_serve_replica_cancel(req->db, job_id, actor, req->client_addr, &cancelled, &nodes,
+                                 req->req_id);
+    if (rc != RC_OK || !cancelled) {
+        json_decref(nodes);
         return rc;
-    rc = jobs_cancel(req, job_id, state);
-    if (rc == RC_OK)
-        rc = db_job_nodes(req->db, job_id, &nodes, req->req_id);
-    if (rc == RC_OK)
-        rc = notify_send_job(req->app, req->db, job_id, nodes, 1, req->req_id);
+    }
+    rc = notify_send_job(req->app, req->db, job_id, nodes, 1, req->req_id);
     json_array_foreach(nodes, i, n)
     {
         if (rc == RC_OK && json_array_append(x->nodes, n) != 0)
@@ -264,42 +265,82 @@ static enum rc cancel_replica(struct srv_req *req, struct dep_tx *x, int64_t job
     return rc;
 }
 
+/* Whether x->d runs canary replicas: active, with a canary version other
+ * than what its replicas serve, and a weight above 0. */
+static int canary_wanted(const struct dep_tx *x)
+{
+    return strcmp(x->d.state, "active") == 0 && x->d.canary_version_id > 0 &&
+           x->d.canary_weight > 0 && x->cv != NULL && x->cv->version_id == x->d.canary_version_id &&
+           (x->v == NULL || x->v->version_id != x->d.canary_version_id);
+}
+
 /*
- * Bring the live replicas to what x->d wants (its count while active, none
- * while stopped; all new ones when x->replace), cancelling the newest first.
+ * Bring the live replicas to what x->d wants, cancelling the newest first:
+ * its count of the primary version while active, none while stopped (all
+ * new ones when x->replace, but those already serving the new version, a
+ * promoted canary's, are kept), and canary_replicas of the canary version
+ * while canary_wanted(). A live replica of a canary version no longer
+ * wanted is cancelled.
  * Lock order: the live replicas' job rows, in id order, before any change;
  * the new replicas' rows (new, nobody else holds them) before the audit head.
  */
 static enum rc reconcile(struct srv_req *req, struct dep_tx *x)
 {
     json_t *live = NULL;
-    int64_t *ids = NULL;
-    size_t nlive, want = strcmp(x->d.state, "active") == 0 ? (size_t)x->d.replicas : 0, keep;
+    int64_t *ids = NULL, *prim = NULL, *can = NULL, *drop = NULL;
+    size_t nlive, np = 0, nc = 0, nd = 0;
+    size_t want = strcmp(x->d.state, "active") == 0 ? (size_t)x->d.replicas : 0;
+    size_t want_c = canary_wanted(x) ? (size_t)x->d.canary_replicas : 0;
     int k = 0;
     enum rc rc = db_serve_replicas_live(req->db, x->d.id, &live, req->req_id);
 
     if (rc != RC_OK)
         return rc;
     nlive = json_array_size(live);
-    if (nlive > 0 && (ids = calloc(nlive, sizeof(*ids))) == NULL)
+    if (nlive > 0 && ((ids = calloc(nlive, sizeof(*ids))) == NULL ||
+                      (prim = calloc(nlive, sizeof(*prim))) == NULL ||
+                      (can = calloc(nlive, sizeof(*can))) == NULL ||
+                      (drop = calloc(nlive, sizeof(*drop))) == NULL))
         rc = RC_ENOMEM;
-    for (size_t i = 0; rc == RC_OK && i < nlive; i++)
-        rc = db_parse_i64(json_string_value(json_object_get(json_array_get(live, i), "job_id")),
-                          &ids[i]);
+    for (size_t i = 0; rc == RC_OK && i < nlive; i++) {
+        const json_t *r = json_array_get(live, i);
+        int64_t ver = 0;
+        rc = db_parse_i64(json_string_value(json_object_get(r, "job_id")), &ids[i]);
+        if (rc == RC_OK)
+            rc = db_parse_i64(json_string_value(json_object_get(r, "version_id")), &ver);
+        if (rc != RC_OK)
+            break;
+        if (x->d.canary_version_id > 0 && ver == x->d.canary_version_id && ver != x->v->version_id)
+            *(want_c > 0 ? &can[nc++] : &drop[nd++]) = ids[i];
+        else if (x->replace ? ver == x->v->version_id
+                            : !(x->before.canary_version_id > 0 &&
+                                ver == x->before.canary_version_id && ver != x->v->version_id))
+            prim[np++] = ids[i];
+        else
+            drop[nd++] = ids[i];
+    }
     if (rc == RC_OK)
         rc = db_jobs_lock(req->db, ids, nlive, req->req_id);
-    keep = x->replace ? 0 : (nlive < want ? nlive : want);
     /* New replicas first: their inserts take key-share locks on the team's
      * and user's rows, which must come before the audit head that a cancel's
      * transition takes. */
-    if (rc == RC_OK && keep < want)
+    if (rc == RC_OK && (np < want || nc < want_c))
         rc = db_deployment_next_k(req->db, x->d.id, &k, req->req_id);
-    for (size_t i = keep; rc == RC_OK && i < want; i++)
-        rc = add_replica(req, x, k++);
-    /* live is newest first: cancel from the front. */
-    for (size_t i = 0; rc == RC_OK && i < nlive - keep; i++)
-        rc = cancel_replica(req, x, ids[i]);
+    for (size_t i = np; rc == RC_OK && i < want; i++)
+        rc = add_replica(req, x, x->v, k++);
+    for (size_t i = nc; rc == RC_OK && i < want_c; i++)
+        rc = add_replica(req, x, x->cv, k++);
+    /* Each group is newest first: cancel from the front. */
+    for (size_t i = 0; rc == RC_OK && i < nd; i++)
+        rc = cancel_replica(req, x, drop[i]);
+    for (size_t i = 0; rc == RC_OK && want < np && i < np - want; i++)
+        rc = cancel_replica(req, x, prim[i]);
+    for (size_t i = 0; rc == RC_OK && want_c < nc && i < nc - want_c; i++)
+        rc = cancel_replica(req, x, can[i]);
     free(ids);
+    free(prim);
+    free(can);
+    free(drop);
     json_decref(live);
     return rc;
 }
@@ -705,6 +746,8 @@ static enum rc change_body(struct srv_req *req, void *arg)
                         x->d.name);
     if (rc == RC_OK)
         rc = db_deployment_update(req->db, &x->d, req->req_id);
+    if (rc == RC_OK && x->bound != NULL)
+        rc = db_deployment_set_bound(req->db, x->d.id, x->bound, req->req_id);
     return rc == RC_OK ? change_tail(req, x) : rc;
 }
 
@@ -717,22 +760,55 @@ static enum rc current_version(struct srv_req *req, const struct db_deployment *
     return find_version(req, d->model, 0, d->alias, v);
 }
 
-/* Run a change: the checks of new replicas, then the transaction. */
+/* The version a change names for model (find_version), deployable by the
+ * caller: a complete lineage (or an admin), servable here. */
+static enum rc find_deployable(struct srv_req *req, const char *model, int version,
+                               const char *alias, struct db_serve_version *v)
+{
+    enum rc rc = find_version(req, model, version, alias, v);
+
+    if (rc == RC_OK && !v->lineage_complete && req->who.role != SRV_ROLE_ADMIN) {
+        srv_fail(req, RC_ECONFLICT, alias ? "alias" : "version",
+                 "version %d of model \"%s\" has an incomplete lineage; only an admin may "
+                 "deploy it",
+                 v->version, v->model);
+        err_code(&req->err, "lineage_incomplete");
+        rc = RC_ECONFLICT;
+    }
+    if (rc == RC_OK)
+        rc = version_servable(req, v, alias ? "alias" : "version");
+    return rc;
+}
+
+/* Run a change: the checks of new replicas, then the transaction. The
+ * canary's version is read here when the change wants its replicas. */
 static enum rc run_change(struct srv_req *req, struct dep_tx *x, const struct db_serve_version *v)
 {
     struct db_job_compliance comp = {0};
+    struct db_serve_version cv = {0};
+    int active = strcmp(x->d.state, "active") == 0;
     enum rc rc = RC_OK;
 
     x->team = x->d.team;
-    if (strcmp(x->d.state, "active") == 0 && x->d.replicas > 0)
-        rc = replica_checks(req, &x->d, x->team, v, &comp);
     x->v = v;
+    x->cv = NULL;
+    if (active && x->d.canary_version_id > 0 && x->d.canary_weight > 0) {
+        rc = db_serve_version_by_id(req->db, x->d.canary_version_id, &cv, req->req_id);
+        if (rc == RC_OK)
+            rc = version_servable(req, &cv, "canary_version");
+        x->cv = &cv;
+    }
+    /* A canary replica's spec differs from a primary's only in its command
+     * and env, which the checks do not look at. */
+    if (rc == RC_OK && active && (x->d.replicas > 0 || canary_wanted(x)))
+        rc = replica_checks(req, &x->d, x->team, v, &comp);
     x->c = &comp;
     if (rc == RC_OK)
         rc = api_tx(req, change_body, x);
     if (rc == RC_OK)
         rc = reply_dep(req, x, 200);
     db_job_compliance_cleanup(&comp);
+    db_serve_version_cleanup(&cv);
     return rc;
 }
 
@@ -819,18 +895,7 @@ enum rc api_deployment_update(struct srv_req *req)
             goto out;
         before = old.version_id;
         db_serve_version_cleanup(&old);
-        rc = find_version(req, x.d.model, version, alias, &v);
-        if (rc == RC_OK && !v.lineage_complete && req->who.role != SRV_ROLE_ADMIN) {
-            srv_fail(req, RC_ECONFLICT, alias ? "alias" : "version",
-                     "version %d of model \"%s\" has an incomplete lineage; only an admin may "
-                     "deploy it",
-                     v.version, v.model);
-            err_code(&req->err, "lineage_incomplete");
-            rc = RC_ECONFLICT;
-        }
-        if (rc == RC_OK)
-            rc = version_servable(req, &v, alias ? "alias" : "version");
-        if (rc != RC_OK)
+        if ((rc = find_deployable(req, x.d.model, version, alias, &v)) != RC_OK)
             goto out;
         x.replace = v.version_id != before;
         x.d.version_id = alias ? 0 : v.version_id;
@@ -856,6 +921,20 @@ out:
     return rc;
 }
 
+/* The deployment of a route that takes no body (or {}), into x->d and
+ * x->before. */
+static enum rc load_bodiless(struct srv_req *req, struct dep_tx *x)
+{
+    enum rc rc;
+
+    if (req->body != NULL && (rc = api_body_object(req, (const char *const[]){NULL})) != RC_OK)
+        return rc;
+    if ((rc = load_dep(req, 0, 1, &x->d)) != RC_OK)
+        return rc;
+    memcpy(&x->before, &x->d, sizeof(x->before)); /* with its padding, for memcmp */
+    return RC_OK;
+}
+
 /* stop (active 0) or start (active 1). */
 static enum rc stop_start(struct srv_req *req, int active)
 {
@@ -863,11 +942,8 @@ static enum rc stop_start(struct srv_req *req, int active)
     struct db_serve_version v = {0};
     enum rc rc;
 
-    if (req->body != NULL && (rc = api_body_object(req, (const char *const[]){NULL})) != RC_OK)
+    if ((rc = load_bodiless(req, &x)) != RC_OK)
         return rc;
-    if ((rc = load_dep(req, 0, 1, &x.d)) != RC_OK)
-        return rc;
-    memcpy(&x.before, &x.d, sizeof(x.before)); /* with its padding, for memcmp */
     if (strcmp(x.d.state, active ? "active" : "stopped") == 0)
         return srv_fail(req, RC_ECONFLICT, "", "the deployment is already %s", x.d.state);
     snprintf(x.d.state, sizeof(x.d.state), "%s", active ? "active" : "stopped");
@@ -890,4 +966,187 @@ enum rc api_deployment_stop(struct srv_req *req)
 enum rc api_deployment_start(struct srv_req *req)
 {
     return stop_start(req, 1);
+}
+
+/* ---- canary: set, promote, roll back ---- */
+
+/*
+ * The body's "bound" (absent: {}) as a new canary_bound in *out: window_s
+ * 1..3600 (default 60), min_requests 1..1000000 (default 20), and at least
+ * one of max_error_rate (0..1, errors of status 500 and above over the
+ * requests) and max_p99_ms (1..3600000).
+ */
+static enum rc parse_bound(struct srv_req *req, json_t **out)
+{
+    static const char *const keys[] = {"window_s", "min_requests", "max_error_rate", "max_p99_ms",
+                                       NULL};
+    const json_t *b = json_object_get(req->body, "bound"), *val;
+    const char *key;
+    json_int_t window = 60, min_req = 20;
+
+    *out = NULL;
+    if (b == NULL || json_is_null(b))
+        return (*out = json_object()) ? RC_OK : RC_ENOMEM;
+    if (!json_is_object(b))
+        return srv_fail(req, RC_EINVAL, "bound", "bound must be an object");
+    json_object_foreach((json_t *)b, key, val)
+    {
+        size_t i = 0;
+        while (keys[i] != NULL && strcmp(keys[i], key) != 0)
+            i++;
+        if (keys[i] == NULL)
+            return srv_fail(req, RC_EINVAL, "bound",
+                            "bound takes window_s, min_requests, max_error_rate and max_p99_ms; "
+                            "not \"%s\"",
+                            key);
+    }
+#define BOUND_INT(k, lo, hi, dst)                                                                  \
+    do {                                                                                           \
+        const json_t *v_ = json_object_get(b, k);                                                  \
+        if (v_ != NULL && (!json_is_integer(v_) || json_integer_value(v_) < (lo) ||                \
+                           json_integer_value(v_) > (hi)))                                         \
+            return srv_fail(req, RC_EINVAL, "bound." k, "bound." k " must be an integer %d..%d",   \
+                            (int)(lo), (int)(hi));                                                 \
+        if (v_ != NULL)                                                                            \
+            dst = json_integer_value(v_);                                                          \
+    } while (0)
+    {
+        json_int_t p99 = 0;
+        const json_t *er = json_object_get(b, "max_error_rate");
+        BOUND_INT("window_s", 1, 3600, window);
+        BOUND_INT("min_requests", 1, 1000000, min_req);
+        BOUND_INT("max_p99_ms", 1, 3600000, p99);
+        if (er != NULL &&
+            (!json_is_number(er) || json_number_value(er) < 0 || json_number_value(er) > 1))
+            return srv_fail(req, RC_EINVAL, "bound.max_error_rate",
+                            "bound.max_error_rate must be a number 0..1");
+        if (er == NULL && p99 == 0)
+            return srv_fail(req, RC_EINVAL, "bound",
+                            "bound needs max_error_rate or max_p99_ms (or leave bound out)");
+        *out = json_pack("{s:I,s:I}", "window_s", window, "min_requests", min_req);
+        if (*out != NULL && er != NULL)
+            json_object_set_new(*out, "max_error_rate", json_real(json_number_value(er)));
+        if (*out != NULL && p99 > 0)
+            json_object_set_new(*out, "max_p99_ms", json_integer(p99));
+    }
+#undef BOUND_INT
+    return *out ? RC_OK : RC_ENOMEM;
+}
+
+enum rc api_deployment_canary(struct srv_req *req)
+{
+    static const char *const keys[] = {"version", "alias", "weight", "bound", "replicas", NULL};
+    struct dep_tx x = {0};
+    struct db_serve_version v = {0}, cv = {0};
+    const char *alias = NULL;
+    int version = 0, given = 0, wp = 0, from_w;
+    json_t *bound = NULL;
+    enum rc rc;
+
+    if ((rc = api_body_object(req, keys)) != RC_OK || (rc = load_dep(req, 0, 1, &x.d)) != RC_OK)
+        return rc;
+    memcpy(&x.before, &x.d, sizeof(x.before)); /* with its padding, for memcmp */
+    from_w = x.d.canary_weight;
+    if ((rc = version_or_alias(req, &version, &alias, &given)) != RC_OK ||
+        (rc = opt_int(req, "weight", 0, 100, &x.d.canary_weight, &wp)) != RC_OK ||
+        (rc = opt_int(req, "replicas", 1, DEP_MAX_REPLICAS, &x.d.canary_replicas, NULL)) != RC_OK ||
+        (rc = parse_bound(req, &bound)) != RC_OK)
+        goto out;
+    if (!given || !wp) {
+        rc = srv_fail(req, RC_EINVAL, given ? "weight" : "version",
+                      "a canary needs a version (or alias) and a weight 0..100");
+        goto out;
+    }
+    if (x.d.canary_replicas > x.d.max_replicas) {
+        rc = srv_fail(req, RC_EINVAL, "replicas",
+                      "a canary runs at most max_replicas (%d) replicas", x.d.max_replicas);
+        goto out;
+    }
+    if ((rc = current_version(req, &x.d, &v)) != RC_OK ||
+        (rc = find_deployable(req, x.d.model, version, alias, &cv)) != RC_OK)
+        goto out;
+    if (cv.version_id == v.version_id) {
+        rc = srv_fail(req, RC_ECONFLICT, alias ? "alias" : "version",
+                      "the deployment already serves version %d; a canary is another version",
+                      cv.version);
+        goto out;
+    }
+    x.d.canary_version_id = cv.version_id;
+    x.bound = bound;
+    x.action = "deployment.canary";
+    x.details =
+        json_pack("{s:s,s:i,s:I,s:i,s:i,s:i,s:O}", "op", "set", "version", cv.version, "version_id",
+                  (json_int_t)cv.version_id, "weight", x.d.canary_weight, "from_weight", from_w,
+                  "canary_replicas", x.d.canary_replicas, "bound", bound);
+    rc = x.details ? run_change(req, &x, &v) : RC_ENOMEM;
+out:
+    json_decref(x.details);
+    json_decref(bound);
+    dep_tx_cleanup(&x);
+    db_serve_version_cleanup(&v);
+    db_serve_version_cleanup(&cv);
+    return rc;
+}
+
+/* promote (1): the canary's version becomes the deployment's, its replicas
+ * kept as the first of the new ones; rollback (0): weight 0, its replicas
+ * cancelled, the version kept as the canary. Either needs a canary. */
+static enum rc promote_rollback(struct srv_req *req, int promote)
+{
+    struct dep_tx x = {0};
+    struct db_serve_version v = {0};
+    json_t *none = NULL;
+    int64_t from = 0;
+    enum rc rc;
+
+    if ((rc = load_bodiless(req, &x)) != RC_OK)
+        return rc;
+    if (x.d.canary_version_id == 0 || (!promote && x.d.canary_weight == 0))
+        return srv_fail(req, RC_ECONFLICT, "",
+                        promote ? "the deployment has no canary to promote"
+                                : "the deployment's canary takes no traffic already");
+    if ((rc = current_version(req, &x.d, &v)) != RC_OK && rc != RC_ENOTFOUND)
+        goto out;
+    from = v.version_id;
+    if (promote) {
+        db_serve_version_cleanup(&v);
+        if ((rc = db_serve_version_by_id(req->db, x.d.canary_version_id, &v, req->req_id)) != RC_OK)
+            goto out;
+        x.d.version_id = v.version_id;
+        x.d.alias[0] = '\0';
+        x.d.canary_version_id = 0;
+        x.replace = 1;
+        if ((none = json_object()) == NULL) {
+            rc = RC_ENOMEM;
+            goto out;
+        }
+        x.bound = none;
+    } else if (rc != RC_OK) {
+        goto out;
+    }
+    x.d.canary_weight = 0;
+    x.action = "deployment.canary";
+    x.details =
+        json_pack("{s:s,s:I,s:I,s:i}", "op", promote ? "promote" : "rollback", "version_id",
+                  (json_int_t)(promote ? from : x.before.version_id), "canary_version_id",
+                  (json_int_t)x.before.canary_version_id, "from_weight", x.before.canary_weight);
+    if (x.details != NULL && promote)
+        json_object_set_new(x.details, "to_version_id", json_integer(v.version_id));
+    rc = x.details ? run_change(req, &x, &v) : RC_ENOMEM;
+out:
+    json_decref(x.details);
+    json_decref(none);
+    dep_tx_cleanup(&x);
+    db_serve_version_cleanup(&v);
+    return rc;
+}
+
+enum rc api_deployment_promote(struct srv_req *req)
+{
+    return promote_rollback(req, 1);
+}
+
+enum rc api_deployment_rollback(struct srv_req *req)
+{
+    return promote_rollback(req, 0);
 }

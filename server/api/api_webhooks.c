@@ -59,7 +59,7 @@ static enum rc events_literal(struct srv_req *req, char *out, size_t n)
         if (s == NULL || !known_event(s)) {
             srv_fail(req, RC_EINVAL, "events",
                      "events may be job.failed, job.recovered, job.succeeded, node.lost, "
-                     "policy.violation");
+                     "policy.violation, canary.rolled_back");
             err_detail(&req->err, "got %.40s", s ? s : "a non-string");
             return RC_EINVAL;
         }

@@ -335,21 +335,7 @@ enum rc jobs_decorate(struct srv_req *req, int64_t job_id, json_t *row)
 enum rc jobs_cancel(struct srv_req *req, int64_t job_id, const char *state)
 {
     char actor[96];
-    enum rc rc;
 
     srv_actor(req, actor, sizeof(actor));
-    if (strcmp(state, "STARTING") == 0 || strcmp(state, "RUNNING") == 0) {
-        /* Ranks are running: the workers stop them and the job ends when
-         * they report (see agent.c). */
-        return db_job_mark_cancel(req->db, job_id, req->req_id);
-    }
-    rc = db_alloc_release_job(req->db, job_id, "cancelled", req->req_id);
-    if (rc == RC_OK) {
-        struct job_reason why;
-        job_reason_init(&why, RSN_CANCELLED_BY_USER, NULL, "cancelled by user");
-        rc = db_job_transition(req->db, job_id, NULL, "CANCELLED", &why, actor, req->client_addr,
-                               req->req_id);
-        job_reason_cleanup(&why);
-    }
-    return rc;
+    return db_job_cancel(req->db, job_id, state, actor, req->client_addr, req->req_id);
 }

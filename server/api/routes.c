@@ -59,6 +59,9 @@ static const struct router_route table[] = {
     R("POST", "/api/v1/deployments/{name}/start", SRV_AUTH_USER, api_deployment_start),
     R("GET", "/api/v1/deployments/{name}/stats", SRV_AUTH_USER, api_serve_stats),
     R("POST", "/api/v1/deployments/{name}/stop", SRV_AUTH_USER, api_deployment_stop),
+    R("POST", "/api/v1/deployments/{name}/canary", SRV_AUTH_USER, api_deployment_canary),
+    R("POST", "/api/v1/deployments/{name}/canary/promote", SRV_AUTH_USER, api_deployment_promote),
+    R("POST", "/api/v1/deployments/{name}/rollback", SRV_AUTH_USER, api_deployment_rollback),
     /* The API's description and its reference page (api_openapi.h). */
     R("GET", "/api/v1/docs", SRV_AUTH_NONE, api_docs_page),
     R("GET", "/api/v1/docs/{file}", SRV_AUTH_NONE, api_docs_file),

@@ -56,7 +56,7 @@ static _Atomic uint64_t g_polls_expired;
 static _Atomic int64_t g_polls_parked;
 static _Atomic uint64_t g_lead[METRICS_LEAD_NEVENTS];
 static _Atomic uint64_t g_state_reads;
-static _Atomic uint64_t g_serve_sealed, g_serve_batches;
+static _Atomic uint64_t g_serve_sealed, g_serve_batches, g_canary_rollbacks;
 /* Wall clock at metrics_mark_start(); 0 until then. */
 static _Atomic int64_t g_start_s;
 
@@ -140,6 +140,11 @@ void metrics_serve_sealed(int records)
 {
     add(&g_serve_sealed, records > 0 ? (uint64_t)records : 0);
     add(&g_serve_batches, 1);
+}
+
+void metrics_canary_rollback(void)
+{
+    add(&g_canary_rollbacks, 1);
 }
 
 void metrics_state_read(void)
@@ -364,6 +369,9 @@ static void render_process(const struct srv_app *app, struct out *o)
     head(o, "trainyard_serve_seal_batches_total", "counter",
          "Batches of request records this replica sealed (one serve.requests.seal event each)");
     put(o, "trainyard_serve_seal_batches_total %llu\n", (unsigned long long)get(&g_serve_batches));
+    head(o, "trainyard_canary_rollbacks_total", "counter",
+         "Canaries this replica rolled back automatically (they broke their bound)");
+    put(o, "trainyard_canary_rollbacks_total %llu\n", (unsigned long long)get(&g_canary_rollbacks));
     head(o, "trainyard_job_restarts_total", "counter",
          "Jobs this replica moved to RESTARTING after a failed or lost attempt");
     put(o, "trainyard_job_restarts_total %llu\n", (unsigned long long)get(&g_job_restarts));

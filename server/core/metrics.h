@@ -61,6 +61,10 @@ void metrics_state_read(void);
  * trainyard_serve_seal_batches_total. */
 void metrics_serve_sealed(int records);
 
+/* A canary this process rolled back because it broke its bound
+ * (loops/serve_canary.c): trainyard_canary_rollbacks_total. */
+void metrics_canary_rollback(void);
+
 /* A job this process moved to RESTARTING after a failed or lost attempt. */
 void metrics_job_restart(void);
 

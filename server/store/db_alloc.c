@@ -5,8 +5,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "db.h"
+#include "db_jobs.h"
+#include "reason_codes.h"
 
 enum rc db_alloc_of_job(PGconn *c, int64_t job_id, json_t **out, const char *req_id)
 {
@@ -123,4 +126,21 @@ enum rc db_job_mark_cancel(PGconn *c, int64_t job_id, const char *req_id)
 
     snprintf(id, sizeof(id), "%lld", (long long)job_id);
     return db_exec_ok(c, req_id, "UPDATE jobs SET cancel_requested = true WHERE id = $1", 1, p);
+}
+
+enum rc db_job_cancel(PGconn *c, int64_t job_id, const char *state, const char *actor,
+                      const char *source, const char *req_id)
+{
+    struct job_reason why;
+    enum rc rc;
+
+    if (strcmp(state, "STARTING") == 0 || strcmp(state, "RUNNING") == 0)
+        return db_job_mark_cancel(c, job_id, req_id);
+    rc = db_alloc_release_job(c, job_id, "cancelled", req_id);
+    if (rc != RC_OK)
+        return rc;
+    job_reason_init(&why, RSN_CANCELLED_BY_USER, NULL, "cancelled by user");
+    rc = db_job_transition(c, job_id, NULL, "CANCELLED", &why, actor, source, req_id);
+    job_reason_cleanup(&why);
+    return rc;
 }

@@ -40,4 +40,13 @@ enum rc db_alloc_release_job(PGconn *c, int64_t job_id, const char *outcome,
 /* Mark the job cancel_requested. */
 enum rc db_job_mark_cancel(PGconn *c, int64_t job_id, const char *req_id) TY_WUR;
 
+/*
+ * Cancel job_id (its row locked, currently in state) inside the open
+ * transaction, by actor from source: a job with ranks running (STARTING,
+ * RUNNING) is marked and ends when its workers report; any other ends at
+ * once (CANCELLED, reason cancelled_by_user) and gives its GPUs back.
+ */
+enum rc db_job_cancel(PGconn *c, int64_t job_id, const char *state, const char *actor,
+                      const char *source, const char *req_id) TY_WUR;
+
 #endif

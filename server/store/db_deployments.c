@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "db.h"
+#include "db_agent.h"
+#include "db_alloc.h"
+#include "db_jobs.h"
 
 void db_serve_version_cleanup(struct db_serve_version *v)
 {
@@ -113,8 +116,8 @@ enum rc db_serve_version_by_id(PGconn *c, int64_t version_id, struct db_serve_ve
     "d.id, d.model_id, d.team_id, d.user_id, d.site_id, coalesce(d.version_id, 0), "               \
     "coalesce(d.canary_version_id, 0), coalesce(d.alias, ''), d.name, d.state, d.replicas, "       \
     "d.min_replicas, d.max_replicas, d.gpus_per_replica, d.priority, d.idle_s, "                   \
-    "d.keep_texts_days, d.canary_weight, m.name, t.name FROM deployments d JOIN models m ON m.id " \
-    "= d.model_id JOIN teams t ON t.id = d.team_id WHERE d.name = $1"
+    "d.keep_texts_days, d.canary_weight, d.canary_replicas, m.name, t.name FROM deployments d "    \
+    "JOIN models m ON m.id = d.model_id JOIN teams t ON t.id = d.team_id WHERE d.name = $1"
 
 enum rc db_deployment_load(PGconn *c, const char *name, int lock, struct db_deployment *out,
                            const char *req_id)
@@ -125,9 +128,9 @@ enum rc db_deployment_load(PGconn *c, const char *name, int lock, struct db_depl
     enum rc rc = db_result_rc(r, req_id);
     int64_t *ids[] = {&out->id,      &out->model_id,   &out->team_id,          &out->user_id,
                       &out->site_id, &out->version_id, &out->canary_version_id};
-    int *ints[] = {&out->replicas,         &out->min_replicas, &out->max_replicas,
-                   &out->gpus_per_replica, &out->priority,     &out->idle_s,
-                   &out->keep_texts_days,  &out->canary_weight};
+    int *ints[] = {&out->replicas,         &out->min_replicas,  &out->max_replicas,
+                   &out->gpus_per_replica, &out->priority,      &out->idle_s,
+                   &out->keep_texts_days,  &out->canary_weight, &out->canary_replicas};
 
     memset(out, 0, sizeof(*out));
     if (rc == RC_OK && PQntuples(r) != 1)
@@ -138,8 +141,8 @@ enum rc db_deployment_load(PGconn *c, const char *name, int lock, struct db_depl
         snprintf(out->alias, sizeof(out->alias), "%s", PQgetvalue(r, 0, 7));
         snprintf(out->name, sizeof(out->name), "%s", PQgetvalue(r, 0, 8));
         snprintf(out->state, sizeof(out->state), "%s", PQgetvalue(r, 0, 9));
-        snprintf(out->model, sizeof(out->model), "%s", PQgetvalue(r, 0, 18));
-        snprintf(out->team, sizeof(out->team), "%s", PQgetvalue(r, 0, 19));
+        snprintf(out->model, sizeof(out->model), "%s", PQgetvalue(r, 0, 19));
+        snprintf(out->team, sizeof(out->team), "%s", PQgetvalue(r, 0, 20));
         for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
             *ints[i] = (int)strtol(PQgetvalue(r, 0, 10 + (int)i), NULL, 10);
     }
@@ -150,7 +153,7 @@ enum rc db_deployment_load(PGconn *c, const char *name, int lock, struct db_depl
 /* The text parameters of d's changeable fields, $1..$12 of both statements. */
 struct dep_params {
     char id[24], version[24], canary[24], replicas[16], min[16], max[16], idle[16], keep[16],
-        weight[16];
+        weight[16], canary_n[16];
     const char *p[16];
 };
 
@@ -174,6 +177,8 @@ static void dep_params(const struct db_deployment *d, struct dep_params *x)
     x->p[8] = x->idle;
     x->p[9] = x->keep;
     x->p[10] = d->state;
+    snprintf(x->canary_n, sizeof(x->canary_n), "%d",
+             d->canary_replicas > 0 ? d->canary_replicas : 1);
 }
 
 enum rc db_deployment_insert(PGconn *c, struct db_deployment *d, int lineage_override,
@@ -218,12 +223,65 @@ enum rc db_deployment_update(PGconn *c, const struct db_deployment *d, const cha
     struct dep_params x;
 
     dep_params(d, &x);
+    x.p[11] = x.canary_n;
     return db_exec_ok(c, req_id,
                       "UPDATE deployments SET version_id = $2, alias = $3, canary_version_id = "
                       "$4, canary_weight = $5, replicas = $6, min_replicas = $7, max_replicas = "
-                      "$8, idle_s = $9, keep_texts_days = $10, state = $11, updated_at = now() "
-                      "WHERE id = $1",
-                      11, x.p);
+                      "$8, idle_s = $9, keep_texts_days = $10, state = $11, canary_replicas = "
+                      "$12, canary_started_at = CASE WHEN $4::bigint IS NOT NULL AND $5::int > 0 "
+                      "AND ($4::bigint IS DISTINCT FROM canary_version_id OR canary_weight = 0) "
+                      "THEN now() ELSE canary_started_at END, updated_at = now() WHERE id = $1",
+                      12, x.p);
+}
+
+enum rc db_deployment_set_bound(PGconn *c, int64_t id, const json_t *bound, const char *req_id)
+{
+    char ids[24], *text = json_dumps(bound, JSON_COMPACT);
+    const char *p[] = {db_i64(id, ids, sizeof(ids)), text};
+    enum rc rc;
+
+    if (text == NULL)
+        return RC_ENOMEM;
+    rc = db_exec_ok(c, req_id, "UPDATE deployments SET canary_bound = $2::jsonb WHERE id = $1", 2,
+                    p);
+    free(text);
+    return rc;
+}
+
+enum rc db_canary_figures(PGconn *c, json_t **out, const char *req_id)
+{
+    return db_query_json(
+        c,
+        "SELECT d.id, d.name, d.canary_version_id, d.canary_weight, d.canary_bound AS bound, "
+        "s.requests, s.errors, s.p99_ms FROM deployments d CROSS JOIN LATERAL (SELECT "
+        "count(*)::int AS requests, (count(*) FILTER (WHERE r.status >= 500))::int AS errors, "
+        "round((percentile_cont(0.99) WITHIN GROUP (ORDER BY r.latency_us) / 1000.0)::numeric, "
+        "3)::float8 AS p99_ms FROM serve_requests r WHERE r.version_id = d.canary_version_id AND "
+        "r.deployment_id = d.id AND r.ts > greatest(coalesce(d.canary_started_at, now()), now() - "
+        "make_interval(secs => coalesce((d.canary_bound->>'window_s')::int, 60)))) s WHERE "
+        "d.state = 'active' AND d.canary_version_id IS NOT NULL AND d.canary_weight > 0 AND "
+        "d.canary_bound <> '{}'::jsonb ORDER BY d.id",
+        0, NULL, 0, out, req_id);
+}
+
+enum rc db_serve_replica_cancel(PGconn *c, int64_t job_id, const char *actor, const char *source,
+                                int *cancelled, json_t **nodes, const char *req_id)
+{
+    int64_t team_id;
+    char state[16];
+    enum rc rc = db_job_brief(c, job_id, 1, &team_id, state, sizeof(state), req_id);
+
+    *cancelled = 0;
+    *nodes = NULL;
+    if (rc == RC_OK)
+        rc = db_serve_replica_retire(c, job_id, req_id);
+    if (rc != RC_OK || db_job_state_terminal(state))
+        return rc;
+    rc = db_job_cancel(c, job_id, state, actor, source, req_id);
+    if (rc == RC_OK)
+        rc = db_job_nodes(c, job_id, nodes, req_id);
+    *cancelled = rc == RC_OK;
+    return rc;
 }
 
 enum rc db_deployment_next_k(PGconn *c, int64_t id, int *k, const char *req_id)
@@ -298,6 +356,7 @@ enum rc db_serve_replica_of(PGconn *c, int64_t job_id, char *name, size_t size, 
     "coalesce(d.version_id, (SELECT a.version_id FROM model_aliases a WHERE a.model_id = "         \
     "d.model_id AND a.alias = d.alias))) AS version, d.canary_version_id, (SELECT v.version FROM " \
     "model_versions v WHERE v.id = d.canary_version_id) AS canary_version, d.canary_weight, "      \
+    "d.canary_replicas, d.canary_bound, "                                                          \
     "d.lineage_override, d.created_at, d.updated_at, (SELECT count(*) FROM serve_replicas r JOIN " \
     "jobs j ON j.id = r.job_id WHERE r.deployment_id = d.id AND NOT r.retired AND r.ready AND "    \
     "j.state = 'RUNNING')::int AS ready_replicas"

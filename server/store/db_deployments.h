@@ -63,6 +63,7 @@ struct db_deployment {
     char state[16]; /* active, stopped */
     int replicas, min_replicas, max_replicas, gpus_per_replica, priority;
     int idle_s, keep_texts_days, canary_weight;
+    int canary_replicas; /* replicas of the canary version while its weight is above 0 */
 };
 
 /*
@@ -80,8 +81,33 @@ enum rc db_deployment_insert(PGconn *c, struct db_deployment *d, int lineage_ove
                              const char *req_id) TY_WUR;
 
 /* Write d's changeable fields (version_id, alias, canary, replicas, min,
- * max, idle_s, keep_texts_days, state) and updated_at. */
+ * max, idle_s, keep_texts_days, state) and updated_at; canary_started_at
+ * becomes now() when the canary's version changes to one, or its weight
+ * rises from 0 (sql/028_canary.sql). */
 enum rc db_deployment_update(PGconn *c, const struct db_deployment *d, const char *req_id) TY_WUR;
+
+/* Set the deployment's canary_bound to bound (a JSON object; {} for none). */
+enum rc db_deployment_set_bound(PGconn *c, int64_t id, const json_t *bound,
+                                const char *req_id) TY_WUR;
+
+/*
+ * The canaries the automatic rollback checks: every active deployment with
+ * a canary version, a weight above 0 and a bound, each with the figures of
+ * its canary version's records of the bound's window since the canary began
+ * (serve_requests_version_ts, sql/028), as a new array of {"id", "name",
+ * "canary_version_id", "canary_weight", "bound" (object), "requests",
+ * "errors" (status 500 and above), "p99_ms" (null without records)} in *out.
+ */
+enum rc db_canary_figures(PGconn *c, json_t **out, const char *req_id) TY_WUR;
+
+/*
+ * Cancel replica job_id inside the open transaction (its row locked by the
+ * caller): retire it, then end it through the jobs' cancel path
+ * (db_job_cancel). *cancelled is 0 when its job had already ended; *nodes
+ * (new array, or NULL) the nodes holding it, to wake after the commit.
+ */
+enum rc db_serve_replica_cancel(PGconn *c, int64_t job_id, const char *actor, const char *source,
+                                int *cancelled, json_t **nodes, const char *req_id) TY_WUR;
 
 /*
  * The next replica number of deployment id: 1 + the replicas it ever had, so
@@ -109,8 +135,9 @@ enum rc db_serve_replica_of(PGconn *c, int64_t job_id, char *name, size_t size,
                             const char *req_id) TY_WUR;
 
 /*
- * One deployment as the API shows it (new object in *out): its fields, model,
- * team, site, version numbers, and "replicas_detail": every replica not
+ * One deployment as the API shows it (new object in *out): its fields
+ * (canary_replicas and canary_bound among them), model, team, site, version
+ * numbers, and "replicas_detail": every replica not
  * retired with job_id, name, state, node, ready, ready_at, attempt, version.
  */
 enum rc db_deployment_get(PGconn *c, int64_t id, json_t **out, const char *req_id) TY_WUR;

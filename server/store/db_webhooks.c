@@ -11,7 +11,8 @@
 #include "jx.h"
 
 const char *const webhook_events[] = {"job.failed", "job.recovered",    "job.succeeded",
-                                      "node.lost",  "policy.violation", NULL};
+                                      "node.lost",  "policy.violation", "canary.rolled_back",
+                                      NULL};
 
 enum rc webhooks_enqueue(PGconn *c, int64_t job_id, const char *event, const char *message,
                          const char *req_id)

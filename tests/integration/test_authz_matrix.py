@@ -192,6 +192,12 @@ class AuthzMatrixTest(ServerTest):
                     "created_by) SELECT id, 1, site_id, 'output', '%s', 'echo', 'sleep_rank.py', "
                     "'[]', '%s', true, 'user:admin' FROM models WHERE name = 'mm'"
                     % (STORAGE, "0" * 64))
+        self.db.sql("INSERT INTO model_versions (model_id, version, site_id, source_kind, path, "
+                    "serve_kind, serve_script, manifest, manifest_sha256, lineage_complete, "
+                    "created_by) SELECT model_id, 2, site_id, source_kind, path, serve_kind, "
+                    "serve_script, manifest, manifest_sha256, true, created_by FROM "
+                    "model_versions WHERE version = 1 AND model_id = (SELECT id FROM models "
+                    "WHERE name = 'mm')")
 
         def dep_body():
             return {"name": uniq(), "model": "mm", "version": 1, "replicas": 0,
@@ -204,6 +210,18 @@ class AuthzMatrixTest(ServerTest):
                 st, d, _ = clients["admin"].post("/api/v1/deployments", dep_body())
                 if action == "start":
                     clients["admin"].post("/api/v1/deployments/%s/stop" % d["name"], {})
+                return "/api/v1/deployments/%s/%s" % (d["name"], action), {}
+            return make
+
+        def fresh_canary(action):
+            """A deployment (with a canary of version 2 for promote and
+            rollback) and the route's body."""
+            def make(_caller):
+                st, d, _ = clients["admin"].post("/api/v1/deployments", dep_body())
+                canary = {"version": 2, "weight": 10}
+                if action == "canary":
+                    return "/api/v1/deployments/%s/canary" % d["name"], canary
+                clients["admin"].post("/api/v1/deployments/%s/canary" % d["name"], canary)
                 return "/api/v1/deployments/%s/%s" % (d["name"], action), {}
             return make
 
@@ -286,6 +304,12 @@ class AuthzMatrixTest(ServerTest):
             ("POST", "/api/v1/deployments/{name}/start", fresh_dep("start"), None,
              [401, 200, 404, 403, 200]),
             ("POST", "/api/v1/deployments/{name}/stop", fresh_dep("stop"), None,
+             [401, 200, 404, 403, 200]),
+            ("POST", "/api/v1/deployments/{name}/canary", fresh_canary("canary"), None,
+             [401, 200, 404, 403, 200]),
+            ("POST", "/api/v1/deployments/{name}/canary/promote", fresh_canary("canary/promote"),
+             None, [401, 200, 404, 403, 200]),
+            ("POST", "/api/v1/deployments/{name}/rollback", fresh_canary("rollback"), None,
              [401, 200, 404, 403, 200]),
             ("GET", "/api/v1/exports", "/api/v1/exports", None, [401, 200, 200, 200, 200]),
             ("GET", "/api/v1/exports/{id}", "/api/v1/exports/" + pending["id"], None,
