@@ -664,6 +664,10 @@ class App:
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "trainyard-serve"
+    # An answer goes out as two sends (headers, then body or first chunk):
+    # with Nagle's algorithm the second waits for the ACK of the first,
+    # which a client delaying its ACKs holds back about 40 ms.
+    disable_nagle_algorithm = True
     timeout = IDLE_TIMEOUT_S
     app = None  # set on the subclass main() makes
 
