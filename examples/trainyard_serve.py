@@ -670,11 +670,11 @@ class App:
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "trainyard-serve"
-    timeout = IDLE_TIMEOUT_S
-    # TCP_NODELAY: the headers and the body (and each streamed event) are
-    # separate writes; under Nagle's algorithm the second waits for the
-    # client's delayed ACK of the first, 40 ms a response.
+    # An answer goes out as two sends (headers, then body or first chunk):
+    # with Nagle's algorithm the second waits for the ACK of the first,
+    # which a client delaying its ACKs holds back about 40 ms.
     disable_nagle_algorithm = True
+    timeout = IDLE_TIMEOUT_S
     app = None  # set on the subclass main() makes
     _chunked = True  # this response's stream uses chunked encoding
 

@@ -283,8 +283,7 @@ static enum rc start_serving(struct srv_app *app, struct srv_tls *tls, struct se
     if (sched_loop_start(app, &t->sched) != RC_OK || monitor_start(app, &t->monitor) != RC_OK ||
         webhooks_start(app, &t->hooks) != RC_OK || audit_keeper_start(app, &t->keeper) != RC_OK ||
         retention_start(app, &t->retention) != RC_OK ||
-        serve_health_start(app, &t->health) != RC_OK ||
-        retention_start(app, &t->retention) != RC_OK || serve_seal_start(app, &t->seal) != RC_OK ||
+        serve_health_start(app, &t->health) != RC_OK || serve_seal_start(app, &t->seal) != RC_OK ||
         serve_canary_start(app, &t->canary) != RC_OK ||
         notify_listener_start(app, &t->listener) != RC_OK)
         return RC_EINTERNAL;

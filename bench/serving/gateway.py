@@ -23,7 +23,8 @@ Nagle's algorithm on is held back by the caller's delayed ACK (about 40 ms
 an answer on Linux): the gateway's libcurl sees that where this asyncio
 client, sending whole requests on busy connections, mostly does not. The
 lines then compare that stall, not the gateway; check the direct and
-gateway p50 of a single request before reading the table.
+gateway p50 of a single request (--concurrency 1) before reading the table.
+examples/trainyard_serve.py turns the algorithm off on every connection.
 """
 import argparse
 import asyncio

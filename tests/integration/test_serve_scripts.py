@@ -612,5 +612,33 @@ class ServeScriptsTest(unittest.TestCase):
             self.assertEqual(s.stop(), 0, s.text()[-2000:])
 
 
+class NoDelayTest(unittest.TestCase):
+    """An answer is written as two sends (headers, then body); with Nagle's
+    algorithm on, the body waits for the client's ACK of the headers, which
+    a client delaying its ACKs sends about 40 ms later. The handler of
+    every model server must turn it off on each connection it serves."""
+
+    def test_handler_sets_tcp_nodelay(self):
+        sys.path.insert(0, EXAMPLES)
+        try:
+            import trainyard_serve
+        finally:
+            sys.path.remove(EXAMPLES)
+
+        class Quiet(trainyard_serve.Handler):
+            def handle(self):
+                pass  # only setup() matters here: it configures the socket
+        with socket.socket() as lst:
+            lst.bind(("127.0.0.1", 0))
+            lst.listen(1)
+            with socket.create_connection(lst.getsockname()):
+                conn, addr = lst.accept()
+                with conn:
+                    self.assertEqual(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY), 0)
+                    Quiet(conn, addr, None)
+                    self.assertNotEqual(
+                        conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY), 0)
+
+
 if __name__ == "__main__":
     harness.main()
