@@ -213,6 +213,9 @@ class DeploymentTest(ServerTest):
                           400, "invalid_argument", "replicas")
         self.assert_error(self.admin.post("/api/v1/deployments", dict(base, team="owner")),
                           400, "invalid_argument", "team")
+        # no vllm or triton adapter exists: a replica would run the PyTorch server anyway
+        self.assert_error(self.admin.post("/api/v1/deployments", dict(base, engine="vllm")),
+                          400, "invalid_argument", "engine")
         # version 2's lineage is incomplete: refused, and an override is an admin's
         self.assert_error(member.post("/api/v1/deployments", dict(base, version=2)),
                           409, "lineage_incomplete", "lineage_override")
