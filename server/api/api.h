@@ -116,6 +116,13 @@ enum rc api_dataset_delete(struct srv_req *req);
 /* Deployments (docs/serving.md "Deployments"): POST body as documented;
  * PATCH {replicas, min_replicas, max_replicas, version | alias,
  * canary_weight, canary_version, idle_s, keep_texts_days}. */
+/*
+ * The id of deployment params[0] when the caller may see it (admins and
+ * auditors every one, members their teams'); otherwise the request is
+ * failed with 404 "no such deployment" (as a job the caller may not see).
+ * For the routes of other files that hang under a deployment.
+ */
+enum rc api_deployment_find(struct srv_req *req, int64_t *id) TY_WUR;
 enum rc api_deployment_create(struct srv_req *req);
 enum rc api_deployment_list(struct srv_req *req);
 enum rc api_deployment_get(struct srv_req *req);

@@ -48,16 +48,6 @@
 
 static const char *const prio_names[] = {"low", "normal", "high"};
 
-/* [a-z0-9][a-z0-9._-]{0,62}, the deployments.name CHECK. */
-static int is_dep_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 63 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
-        return 0;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 /*
  * Whether the caller may see (want_write 0) or change (1) deployments of
  * team_id: admins always, auditors see, members of the team both. A
@@ -585,7 +575,7 @@ enum rc api_deployment_create(struct srv_req *req)
         (rc = api_opt_string(req, "team", 1, 64, &team)) != RC_OK ||
         (rc = api_opt_string(req, "engine", 1, 16, &engine)) != RC_OK)
         return rc;
-    if (name == NULL || !is_dep_name(name))
+    if (name == NULL || !api_serving_name_ok(name))
         return srv_fail(req, RC_EINVAL, "name",
                         "name must be 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a letter "
                         "or digit");
@@ -702,7 +692,7 @@ static enum rc load_dep(struct srv_req *req, int lock, int want_write, struct db
 {
     enum rc rc;
 
-    if (!is_dep_name(req->params[0]))
+    if (!api_serving_name_ok(req->params[0]))
         return srv_fail(req, RC_ENOTFOUND, "", "no such deployment");
     rc = db_deployment_load(req->db, req->params[0], lock, d, req->req_id);
     if (rc == RC_ENOTFOUND)
@@ -710,6 +700,16 @@ static enum rc load_dep(struct srv_req *req, int lock, int want_write, struct db
     if (rc != RC_OK)
         return rc;
     return dep_access(req, d->team_id, want_write);
+}
+
+enum rc api_deployment_find(struct srv_req *req, int64_t *id)
+{
+    struct db_deployment d;
+    enum rc rc = load_dep(req, 0, 0, &d);
+
+    if (rc == RC_OK)
+        *id = d.id;
+    return rc;
 }
 
 enum rc api_deployment_get(struct srv_req *req)

@@ -43,19 +43,9 @@
 #define MODEL_MAX_ROOTS 64
 #define MODEL_MAX_DESCRIPTION 2000
 
-/* [a-z0-9][a-z0-9._-]{0,62}: the rule of models.name and model_aliases.alias. */
-static int is_model_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 63 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
-        return 0;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 static enum rc check_name(struct srv_req *req, int i, const char *what)
 {
-    if (req->nparams <= i || !is_model_name(req->params[i])) {
+    if (req->nparams <= i || !api_serving_name_ok(req->params[i])) {
         srv_fail(req, RC_EINVAL, what,
                  "%s must be 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a-z or 0-9", what);
         err_detail(&req->err, "got \"%.64s\"", req->nparams > i ? req->params[i] : "");
@@ -102,7 +92,7 @@ enum rc api_model_list(struct srv_req *req)
 
     if ((rc = api_limit(req, 50, 500, &limit)) != RC_OK)
         return rc;
-    if (cursor != NULL && !is_model_name(cursor))
+    if (cursor != NULL && !api_serving_name_ok(cursor))
         return srv_fail(req, RC_EINVAL, "cursor", "cursor is not one this server issued");
     if (srv_db(req) == NULL)
         return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");

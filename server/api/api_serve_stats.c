@@ -39,21 +39,6 @@ static enum rc minutes_of(struct srv_req *req, int *out)
     return RC_OK;
 }
 
-/* A deployment name as sql/023_serving.sql allows it: [a-z0-9][a-z0-9._-]{0,62}. */
-static int dep_name_ok(const char *s)
-{
-    size_t n = 0;
-
-    for (; s[n] != '\0'; n++) {
-        char ch = s[n];
-        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-
-        if (n >= 63 || !(alnum || (n > 0 && (ch == '.' || ch == '_' || ch == '-'))))
-            return 0;
-    }
-    return n > 0;
-}
-
 enum rc api_serve_stats(struct srv_req *req)
 {
     int64_t id = 0;
@@ -63,16 +48,9 @@ enum rc api_serve_stats(struct srv_req *req)
 
     if ((rc = minutes_of(req, &minutes)) != RC_OK)
         return rc;
-    if (!dep_name_ok(req->params[0]))
-        return srv_fail(req, RC_ENOTFOUND, "", "no such deployment");
     if (srv_db(req) == NULL)
         return srv_fail(req, RC_EUNAVAIL, "", "the database is unavailable");
-    rc = db_serve_stats_deployment(req->db, req->params[0],
-                                   req->who.role == SRV_ROLE_MEMBER ? req->who.user_id : 0, &id,
-                                   req->req_id);
-    if (rc == RC_ENOTFOUND)
-        return srv_fail(req, rc, "", "no such deployment");
-    if (rc != RC_OK)
+    if ((rc = api_deployment_find(req, &id)) != RC_OK)
         return rc;
     if ((rc = db_serve_stats(req->db, id, minutes, &series, req->req_id)) != RC_OK)
         return rc;

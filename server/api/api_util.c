@@ -177,6 +177,15 @@ enum rc api_tx(struct srv_req *req, api_tx_body body, void *arg)
     return rc;
 }
 
+int api_serving_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 63 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+        return 0;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
 const char *api_i64(int64_t v, char *buf, size_t size)
 {
     snprintf(buf, size, "%lld", (long long)v);

@@ -64,6 +64,12 @@ typedef enum rc (*api_tx_body)(struct srv_req *req, void *arg);
  */
 enum rc api_tx(struct srv_req *req, api_tx_body body, void *arg) TY_WUR;
 
+/*
+ * Whether s is a serving name: [a-z0-9][a-z0-9._-]{0,62}, the rule of
+ * models.name, model_aliases.alias and deployments.name (sql/023_serving.sql).
+ */
+int api_serving_name_ok(const char *s);
+
 /* The int64 as decimal text into buf (at least 24 bytes); returns buf. */
 const char *api_i64(int64_t v, char *buf, size_t size);
 

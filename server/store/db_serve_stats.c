@@ -7,26 +7,6 @@
 
 #include "db.h"
 
-enum rc db_serve_stats_deployment(PGconn *c, const char *name, int64_t member_of, int64_t *id,
-                                  const char *req_id)
-{
-    char u[24];
-    const char *p[] = {name, member_of > 0 ? db_i64(member_of, u, sizeof(u)) : NULL};
-    PGresult *r = db_exec(c,
-                          "SELECT d.id FROM deployments d WHERE d.name = $1 AND ($2::bigint IS "
-                          "NULL OR d.team_id IN (SELECT team_id FROM memberships WHERE user_id = "
-                          "$2))",
-                          2, p);
-    enum rc rc = db_result_rc(r, req_id);
-
-    if (rc == RC_OK && PQntuples(r) != 1)
-        rc = RC_ENOTFOUND;
-    if (rc == RC_OK)
-        rc = db_parse_i64(PQgetvalue(r, 0, 0), id);
-    PQclear(r);
-    return rc;
-}
-
 enum rc db_serve_stats(PGconn *c, int64_t deployment_id, int minutes, json_t **out,
                        const char *req_id)
 {

@@ -18,15 +18,6 @@
 #define DB_SERVE_STATS_MAX_MINUTES 1440
 
 /*
- * The id of deployment `name` (borrowed) in *id. member_of > 0 limits the
- * search to deployments of that user's teams (a member's view); 0 finds any.
- * RC_OK; RC_ENOTFOUND when there is no such deployment the user may see;
- * RC_EUNAVAIL / RC_EINTERNAL from the database.
- */
-enum rc db_serve_stats_deployment(PGconn *c, const char *name, int64_t member_of,
-                                  int64_t *id /* out */, const char *req_id) TY_WUR;
-
-/*
  * The last `minutes` whole and current minutes (1..DB_SERVE_STATS_MAX_MINUTES,
  * oldest first, the current one last), each
  *   {"minute": RFC 3339 UTC start of the minute, "requests": n,
